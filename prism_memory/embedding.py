@@ -1,0 +1,135 @@
+"""Embedders and the vector checks every backend applies.
+
+An :class:`Embedder` turns texts into vectors: ``dimensions`` is the width and
+``embed(texts)`` returns one ``list[float]`` of that length per text. The
+package ships only :func:`create_hash_embedder`, a deterministic feature-hashing
+embedder for tests and demos (seed: "createHashEmbedder() is for tests/demos
+only; production hosts supply a real Embedder").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from .errors import DimensionMismatchError, InvalidEmbeddingError, LimitExceededError
+from .lexical import lexical_terms
+from .types import HARD_CAPS
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Host-owned embedding model: ``embed`` returns ``len(texts)`` vectors of ``dimensions`` floats."""
+
+    dimensions: int
+
+    async def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+def assert_finite_vector(vector: object, label: str = "embedding", expected_length: int | None = None) -> list[float]:
+    """Check one embedding and return it as ``list[float]``.
+
+    Raises :class:`InvalidEmbeddingError` when ``vector`` is not a non-empty
+    sequence of real numbers, contains NaN or ±Infinity, or is the zero vector
+    (cosine similarity is undefined for it), and
+    :class:`DimensionMismatchError` when ``expected_length`` is given and differs.
+    Seed: "Every embedding is a non-empty finite number vector".
+    """
+    if isinstance(vector, (str, bytes)) or not hasattr(vector, "__len__") or not hasattr(vector, "__iter__"):
+        raise InvalidEmbeddingError(f"{label} must be a sequence of numbers, got {type(vector).__name__}")
+    values: list[float] = []
+    for position, value in enumerate(vector):  # type: ignore[arg-type]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) and not _is_numpy_real(value):
+            raise InvalidEmbeddingError(f"{label}[{position}] is not a number: {value!r}")
+        number = float(value)
+        if not math.isfinite(number):
+            raise InvalidEmbeddingError(f"{label}[{position}] is not finite: {number!r}")
+        values.append(number)
+    if not values:
+        raise InvalidEmbeddingError(f"{label} is empty")
+    if expected_length is not None and len(values) != expected_length:
+        raise DimensionMismatchError(f"{label} has {len(values)} dimensions, expected {expected_length}")
+    if not any(values):
+        raise InvalidEmbeddingError(f"{label} is the zero vector")
+    return values
+
+
+def _is_numpy_real(value: object) -> bool:
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    return kind in ("f", "i", "u")
+
+
+async def embed_batched(embedder: Embedder, texts: Sequence[str], batch_size: int = 64) -> list[list[float]]:
+    """Embed ``texts`` in calls of at most ``batch_size`` texts (hard cap 128, seed).
+
+    Returns one checked ``list[float]`` of ``embedder.dimensions`` per text, in order.
+    Raises :class:`LimitExceededError` for a batch size outside 1..128,
+    :class:`InvalidEmbeddingError` / :class:`DimensionMismatchError` for a bad
+    vector, and :class:`InvalidEmbeddingError` when the embedder returns the
+    wrong number of vectors.
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= HARD_CAPS["embed_batch"]:
+        raise LimitExceededError(f"batch_size must be between 1 and {HARD_CAPS['embed_batch']}, got {batch_size!r}")
+    vectors: list[list[float]] = []
+    for start in range(0, len(texts), batch_size):
+        batch = list(texts[start : start + batch_size])
+        produced = await embedder.embed(batch)
+        if len(produced) != len(batch):
+            raise InvalidEmbeddingError(f"embedder returned {len(produced)} vectors for {len(batch)} texts")
+        for offset, vector in enumerate(produced):
+            vectors.append(assert_finite_vector(vector, f"embedding of text {start + offset}", embedder.dimensions))
+    return vectors
+
+
+class HashEmbedder:
+    """Deterministic feature-hashing embedder (tests and demos only).
+
+    Features of a text are its lexical terms (:func:`prism_memory.lexical.lexical_terms`,
+    weight 3) and the character trigrams of each term padded with ``#``
+    (weight 1). Each feature adds its weight, with a sign, to one of
+    ``dimensions`` buckets chosen by BLAKE2b. The vector is left unnormalised:
+    its components are small integers, so float32 sums in pgvector are exact and
+    the emulator reproduces Postgres's cosine similarity bit for bit.
+    """
+
+    def __init__(self, dimensions: int = 256) -> None:
+        if isinstance(dimensions, bool) or not isinstance(dimensions, int) or not 2 <= dimensions <= 16000:
+            raise LimitExceededError(f"dimensions must be an integer between 2 and 16000, got {dimensions!r}")
+        self.dimensions = dimensions
+        self._cache: dict[str, tuple[int, int]] = {}
+
+    def _bucket(self, feature: str) -> tuple[int, int]:
+        cached = self._cache.get(feature)
+        if cached is None:
+            digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+            number = int.from_bytes(digest, "little")
+            cached = (number % self.dimensions, 1 if (number >> 63) & 1 else -1)
+            if len(self._cache) < 200_000:
+                self._cache[feature] = cached
+        return cached
+
+    def embed_one(self, text: str) -> list[float]:
+        """Embed one text into a ``list[float]`` of length ``dimensions`` (never the zero vector)."""
+        vector = [0] * self.dimensions
+        terms = lexical_terms(text) or [text.strip() or text]
+        for term in terms:
+            index, sign = self._bucket("w:" + term)
+            vector[index] += 3 * sign
+            padded = f"#{term}#"
+            for start in range(len(padded) - 2):
+                index, sign = self._bucket("c:" + padded[start : start + 3])
+                vector[index] += sign
+        if not any(vector):
+            vector[self._bucket("w:" + text)[0]] = 1
+        return [float(value) for value in vector]
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        """Embed ``texts``: one ``list[float]`` of length ``dimensions`` per text."""
+        return [self.embed_one(text) for text in texts]
+
+
+def create_hash_embedder(dimensions: int = 256) -> HashEmbedder:
+    """Create a :class:`HashEmbedder` of ``dimensions`` (2..16000, default 256) for tests and demos."""
+    return HashEmbedder(dimensions)

@@ -1,0 +1,80 @@
+"""Typed errors raised by both backends.
+
+Every error the package raises derives from :class:`PrismMemoryError`. Bad
+input raises a :class:`ValidationError` subclass *before* anything is written.
+The SQL functions raise the same conditions with the SQLSTATEs listed in
+:data:`SQLSTATE_ERRORS`; the Postgres caller maps them back to these types
+(``prism_memory.postgres.errors.wrap_exceptions``) and the emulator raises the
+same types directly.
+"""
+
+from __future__ import annotations
+
+
+class PrismMemoryError(Exception):
+    """Base class of every prism-memory error."""
+
+
+class ValidationError(PrismMemoryError, ValueError):
+    """Bad input: raised before anything is written; stored data is unchanged."""
+
+
+class InvalidScopeError(ValidationError):
+    """A tenant, resource or (for semantic operations) thread id is missing or malformed."""
+
+
+class InvalidEntryError(ValidationError):
+    """An entry is malformed: empty text, bad id, duplicate id, non-object metadata, non-finite importance."""
+
+
+class InvalidEmbeddingError(ValidationError):
+    """An embedding is empty, contains NaN/±Infinity or non-numbers, or is the zero vector."""
+
+
+class DimensionMismatchError(InvalidEmbeddingError):
+    """An embedding's width differs from the configured (pinned) dimension or from the stored entries."""
+
+
+class LimitExceededError(ValidationError):
+    """A numeric option (top_k, message_range, a limit) is out of range or over its hard cap."""
+
+
+class PayloadTooLargeError(LimitExceededError):
+    """A payload (entry text + metadata, working memory, query) is over its byte cap."""
+
+
+class WorkingMemoryValidationError(ValidationError):
+    """Working memory is not a JSON object, or fails the JSON Schema / host validation hook."""
+
+
+class InvalidIdentifierError(ValidationError):
+    """A schema or table name cannot be used as a Postgres identifier."""
+
+
+class ConfigurationError(PrismMemoryError):
+    """The memory or store was configured inconsistently (e.g. an invalid JSON Schema)."""
+
+
+class WorkingMemoryVersionConflict(PrismMemoryError):
+    """``update_working(expected_version=...)`` did not match the stored version; nothing changed."""
+
+
+class SchemaVersionError(PrismMemoryError):
+    """The database schema is missing, older than this package needs, or newer than it understands."""
+
+
+class StoreError(PrismMemoryError):
+    """An unexpected database failure, wrapped; the original is ``__cause__``."""
+
+
+#: SQLSTATEs raised by the SQL functions, and the type each maps to.
+SQLSTATE_ERRORS: dict[str, type[PrismMemoryError]] = {
+    "PM001": InvalidScopeError,
+    "PM002": InvalidEntryError,
+    "PM003": InvalidEmbeddingError,
+    "PM004": DimensionMismatchError,
+    "PM005": LimitExceededError,
+    "PM006": PayloadTooLargeError,
+    "PM007": WorkingMemoryValidationError,
+    "PM009": WorkingMemoryVersionConflict,
+}

@@ -1,0 +1,203 @@
+"""Schema names, DDL rendering and migrations.
+
+The DDL lives in ``sql/migrations/NNNN_*.sql`` (shipped as package data). Each
+file is a template whose ``{{name}}`` placeholders are filled with validated,
+double-quoted identifiers, so a schema or table name is never interpolated
+raw. Alembic applies the revisions in order; :func:`build_memory_ddl` and
+:func:`build_vector_search_ddl` render the very same chain for hosts who
+migrate by hand (seed: "buildMemoryDdl/buildVectorSearchDdl exported").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import InvalidIdentifierError, LimitExceededError
+from .lexical import stopwords_sql_literal
+
+#: The schema revision this package's functions need and understand.
+SCHEMA_VERSION = 1
+#: Revisions in order; each has ``NNNN_initial.sql``-style files in sql/migrations.
+REVISIONS: tuple[str, ...] = ("0001",)
+_REVISION_FILES = {"0001": "0001_initial"}
+
+DEFAULT_SCHEMA = "prism_memory"
+DEFAULT_TABLE = "semantic_memory"
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_LONGEST_SUFFIX = "_rag_scope_generations"
+#: Widest pinned embedding kept in-line (STORAGE PLAIN); wider ones use pgvector's EXTERNAL.
+PLAIN_STORAGE_MAX_DIMENSIONS = 1536
+MAX_DIMENSIONS = 16000
+
+
+def quote_identifier(name: str) -> str:
+    """Double-quote an already validated identifier (``Mixed-Case`` -> ``"Mixed-Case"``)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def validate_identifier(kind: str, name: object, max_bytes: int = 63) -> str:
+    """Return ``name`` if it is a usable schema/table identifier, else raise :class:`InvalidIdentifierError`.
+
+    Allowed: ASCII letters, digits, ``_`` and ``-``, not starting with a digit or
+    ``-``, at most ``max_bytes`` bytes (Postgres truncates longer names at 63).
+    Mixed case is kept (the name is always quoted).
+    """
+    if not isinstance(name, str) or not _IDENTIFIER.match(name):
+        raise InvalidIdentifierError(
+            f"{kind} name {name!r} is not allowed: use ASCII letters, digits, '_' and '-', starting with a letter or '_'"
+        )
+    if len(name.encode()) > max_bytes:
+        raise InvalidIdentifierError(f"{kind} name {name!r} is longer than {max_bytes} bytes")
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaConfig:
+    """Where and how the memory tables live.
+
+    ``schema``/``table`` are identifiers (validated, always quoted); the table
+    name is at most 41 bytes so that ``<table>_rag_scope_generations`` fits in 63.
+    ``dimensions`` pins the embedding column to ``vector(N)`` (and builds HNSW);
+    ``None`` leaves it unpinned (``vector``), checked per thread instead.
+    """
+
+    schema: str = DEFAULT_SCHEMA
+    table: str = DEFAULT_TABLE
+    dimensions: int | None = None
+
+    def __post_init__(self) -> None:
+        validate_identifier("schema", self.schema)
+        validate_identifier("table", self.table, 63 - len(_LONGEST_SUFFIX))
+        if self.dimensions is not None and (
+            isinstance(self.dimensions, bool)
+            or not isinstance(self.dimensions, int)
+            or not 1 <= self.dimensions <= MAX_DIMENSIONS
+        ):
+            raise LimitExceededError(f"dimensions must be an integer between 1 and {MAX_DIMENSIONS}, got {self.dimensions!r}")
+
+    @property
+    def names(self) -> dict[str, str]:
+        """Every placeholder of the SQL templates, rendered for this config."""
+        schema = quote_identifier(self.schema)
+
+        def table(suffix: str = "") -> str:
+            return f"{schema}.{quote_identifier(self.table + suffix)}"
+
+        def index(suffix: str) -> str:
+            return quote_identifier(self.table + suffix)
+
+        dims = self.dimensions
+        return {
+            "schema": schema,
+            "entries": table(),
+            "working": table("_working"),
+            "invalidation": table("_invalidation"),
+            "share_grant": table("_share_grant"),
+            "rag_source_acl": table("_rag_source_acl"),
+            "rag_scope_generations": table("_rag_scope_generations"),
+            "entries_scope_idx": index("_scope_idx"),
+            "entries_tsv_idx": index("_tsv_idx"),
+            "entries_lineage_idx": index("_lineage_idx"),
+            "entries_hnsw_idx": index("_hnsw_idx"),
+            "rag_source_acl_grantee_idx": index("_rag_source_acl_grantee_idx"),
+            "embedding_type": "vector" if dims is None else f"vector({dims})",
+            "embedding_storage": "plain" if dims is not None and dims <= PLAIN_STORAGE_MAX_DIMENSIONS else "external",
+            "dimensions": "null" if dims is None else str(dims),
+            "table_literal": "'" + self.table + "'",
+            "stopwords": stopwords_sql_literal(),
+        }
+
+
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+
+
+def render(template: str, config: SchemaConfig) -> str:
+    """Fill a SQL template's ``{{name}}`` placeholders; raises ``KeyError`` on an unknown one."""
+    names = config.names
+    return _PLACEHOLDER.sub(lambda match: names[match.group(1)], template)
+
+
+def _data_dir(installed: str, source: str) -> Path:
+    """A packaged data folder: ``prism_memory/<installed>`` in a wheel, ``<repo>/<source>`` in a checkout."""
+    package = Path(__file__).resolve().parent
+    return package / installed if (package / installed).is_dir() else package.parent / source
+
+
+SQL_DIR = _data_dir("sql", "sql") / "migrations"
+MIGRATIONS_DIR = _data_dir("migrations", "alembic")
+
+
+def _read(filename: str) -> str | None:
+    path = SQL_DIR / filename
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+def render_revision(revision: str, config: SchemaConfig, part: str = "upgrade") -> str:
+    """Render one revision's SQL.
+
+    ``part`` is ``"upgrade"`` (tables, indexes, functions), ``"vector_search"``
+    (the HNSW index; empty unless ``config.dimensions`` is pinned) or
+    ``"downgrade"``.
+    """
+    stem = _REVISION_FILES[revision]
+    if part == "upgrade":
+        template = _read(f"{stem}.sql")
+    elif part == "downgrade":
+        template = _read(f"{stem}.down.sql")
+    elif part == "vector_search":
+        template = _read(f"{revision}_vector_search.sql") if config.dimensions is not None else None
+    else:
+        raise ValueError(f"unknown part {part!r}")
+    return render(template, config) if template else ""
+
+
+def build_memory_ddl(schema: str = DEFAULT_SCHEMA, table: str = DEFAULT_TABLE, dimensions: int | None = None) -> str:
+    """Render the whole memory DDL (every revision, in order) for hosts who migrate by hand.
+
+    Run it, then :func:`build_vector_search_ddl`, then create stores with
+    ``skip_migrations=True``. Raises :class:`InvalidIdentifierError` for a bad name.
+    """
+    config = SchemaConfig(schema, table, dimensions)
+    return "\n".join(render_revision(revision, config) for revision in REVISIONS)
+
+
+def build_vector_search_ddl(schema: str = DEFAULT_SCHEMA, table: str = DEFAULT_TABLE, dimensions: int | None = None) -> str:
+    """Render the vector-search DDL (the HNSW index over ``vector(dimensions)``); empty when unpinned."""
+    config = SchemaConfig(schema, table, dimensions)
+    return "\n".join(part for revision in REVISIONS if (part := render_revision(revision, config, "vector_search")))
+
+
+def alembic_config(dsn: str, config: SchemaConfig):
+    """Build an Alembic ``Config`` for the packaged migrations, bound to ``dsn`` and ``config``."""
+    from alembic.config import Config
+
+    alembic_cfg = Config()
+    alembic_cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    alembic_cfg.attributes["dsn"] = dsn
+    alembic_cfg.attributes["schema_config"] = config
+    return alembic_cfg
+
+
+def migrate(dsn: str, config: SchemaConfig | None = None, revision: str = "head") -> None:
+    """Upgrade the database at ``dsn`` to ``revision`` (blocking; takes an advisory lock, idempotent)."""
+    from alembic import command
+
+    command.upgrade(alembic_config(dsn, config or SchemaConfig()), revision)
+
+
+def downgrade(dsn: str, config: SchemaConfig | None = None, revision: str = "base") -> None:
+    """Downgrade the database at ``dsn`` to ``revision`` (``"base"`` removes every object but the schema)."""
+    from alembic import command
+
+    command.downgrade(alembic_config(dsn, config or SchemaConfig()), revision)
+
+
+def sqlalchemy_url(dsn: str) -> str:
+    """Turn a libpq URL (``postgresql://...``) into SQLAlchemy's psycopg 3 form."""
+    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
+        if dsn.startswith(prefix):
+            return "postgresql+psycopg://" + dsn[len(prefix) :]
+    raise ValueError("the connection string must be a postgresql:// URL")

@@ -1,0 +1,177 @@
+"""Value types shared by the public API, the Postgres caller and the emulator."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .errors import LimitExceededError
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Isolation key of every operation (seed: "Security and performance notes").
+
+    ``thread_id`` is ``None`` only for resource-scoped working memory; semantic
+    operations require it.
+    """
+
+    tenant_id: str
+    resource_id: str
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEntry:
+    """One entry to :meth:`Memory.remember`.
+
+    ``id``: non-empty, at most 512 bytes, unique within the thread.
+    ``text``: non-empty after stripping whitespace.
+    ``metadata``: a JSON object (``dict[str, JSON]``).
+    ``sequence``: order within the thread; ``None`` keeps a stored entry's
+    sequence, or appends a new entry after the thread's highest sequence.
+    ``importance``: finite; clamped to ``[0, 1]`` at write.
+    """
+
+    id: str
+    text: str
+    metadata: dict[str, Any] | None = None
+    sequence: int | None = None
+    importance: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EntryRecord:
+    """An entry ready for a store: validated, with its embedding (``list[float]``)."""
+
+    id: str
+    text: str
+    embedding: list[float]
+    metadata: dict[str, Any]
+    sequence: int | None
+    importance: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallHit:
+    """A recall hit. ``score = similarity + 0.25 * lexical`` (README, "Recall score")."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    sequence: int
+    score: float
+    similarity: float
+    lexical: float
+    importance: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AdjacentEntry:
+    """An entry within ``message_range`` sequences of a hit, from the same thread."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    sequence: int
+    importance: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """``hits`` ordered by score desc, sequence asc, id asc; ``adjacent`` by sequence, id."""
+
+    hits: list[RecallHit]
+    adjacent: list[AdjacentEntry]
+
+
+@dataclass(frozen=True, slots=True)
+class RememberResult:
+    """Outcome of :meth:`Memory.remember`: ``accepted`` entries, ``pending`` still being indexed, ``done``."""
+
+    accepted: int
+    pending: int
+    done: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WorkingMemoryRecord:
+    """A versioned working-memory document; ``version`` starts at 1 and grows by 1 per update."""
+
+    tenant_id: str
+    resource_id: str
+    thread_id: str | None
+    data: dict[str, Any]
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+#: Hard caps from the seed ("Security and performance notes") and this project.
+HARD_CAPS: dict[str, int] = {
+    "top_k": 32,
+    "message_range": 4,
+    "embed_batch": 128,
+    "injected_tokens": 8000,
+    "entry_bytes": 8 * 1024 * 1024,
+    "working_memory_bytes": 1024 * 1024,
+    "query_bytes": 64 * 1024,
+    "remember_entries": 10_000,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLimits:
+    """Per-memory limits; each must be at least its minimum and at most its hard cap.
+
+    ``top_k`` (default hits, 1..32), ``message_range`` (default adjacency,
+    0..4), ``embed_batch`` (texts per embedder call, 1..128),
+    ``injected_tokens`` (1..8000), ``entry_bytes`` (UTF-8 bytes of text plus
+    JSON metadata per entry, at most 8 MiB), ``working_memory_bytes`` (UTF-8
+    bytes of the JSON document, at most 1 MiB), ``query_bytes`` (UTF-8 bytes of
+    a recall query, at most 64 KiB), ``remember_entries`` (entries per
+    ``remember`` call, at most 10,000).
+
+    Raises :class:`LimitExceededError` when a value is not an ``int`` or is out of range.
+    """
+
+    top_k: int = 8
+    message_range: int = 0
+    embed_batch: int = 64
+    injected_tokens: int = 2000
+    entry_bytes: int = 1024 * 1024
+    working_memory_bytes: int = 64 * 1024
+    query_bytes: int = 16 * 1024
+    remember_entries: int = 1000
+
+    def __post_init__(self) -> None:
+        for item in dataclasses.fields(self):
+            value = getattr(self, item.name)
+            minimum = 0 if item.name == "message_range" else 1
+            check_int_option(item.name, value, minimum, HARD_CAPS[item.name])
+
+
+def check_int_option(name: str, value: Any, minimum: int, maximum: int) -> int:
+    """Return ``value`` if it is an ``int`` in ``[minimum, maximum]``, else raise :class:`LimitExceededError`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise LimitExceededError(f"{name} must be an integer, got {value!r}")
+    if value < minimum or value > maximum:
+        raise LimitExceededError(f"{name} must be between {minimum} and {maximum}, got {value}")
+    return value
+
+
+__all__ = [
+    "AdjacentEntry",
+    "EntryRecord",
+    "HARD_CAPS",
+    "MemoryEntry",
+    "MemoryLimits",
+    "RecallHit",
+    "RecallResult",
+    "RememberResult",
+    "Scope",
+    "WorkingMemoryRecord",
+    "check_int_option",
+]
