@@ -35,6 +35,10 @@ class DimensionMismatchError(InvalidEmbeddingError):
     """An embedding's width differs from the configured (pinned) dimension or from the stored entries."""
 
 
+class InvalidQueryError(ValidationError):
+    """A recall query is not a string, is blank, or is not valid UTF-8."""
+
+
 class LimitExceededError(ValidationError):
     """A numeric option (top_k, message_range, a limit) is out of range or over its hard cap."""
 

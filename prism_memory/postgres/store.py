@@ -1,0 +1,193 @@
+"""PostgreSQL/pgvector stores: thin typed callers of the versioned SQL functions."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pgvector.psycopg import register_vector_async
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from ..errors import SchemaVersionError
+from ..schema import SCHEMA_VERSION, SchemaConfig, migrate
+from ..types import AdjacentEntry, EntryRecord, RecallHit, RecallResult, Scope, WorkingMemoryRecord
+from .errors import wrap_exceptions
+from .queries import Queries, build_queries
+
+
+class _PostgresBase:
+    def __init__(self, pool: AsyncConnectionPool, config: SchemaConfig, queries: Queries) -> None:
+        self.pool = pool
+        self.config = config
+        self._queries = queries
+
+    async def close(self) -> None:
+        """Close the pool (shared by the stores of one :class:`PostgresMemoryStores`)."""
+        await self.pool.close()
+
+
+class PostgresVectorStore(_PostgresBase):
+    """:class:`prism_memory.stores.VectorStore` over ``remember_v1`` / ``recall_v1``."""
+
+    async def remember(self, scope: Scope, records: Sequence[EntryRecord]) -> int:
+        """One ``remember_v1`` call: the batch is written in one transaction or not at all."""
+        with wrap_exceptions():
+            async with self.pool.connection() as conn:
+                cursor = await conn.execute(
+                    self._queries.remember,
+                    (
+                        scope.tenant_id,
+                        scope.resource_id,
+                        scope.thread_id,
+                        [record.id for record in records],
+                        [record.text for record in records],
+                        [np.asarray(record.embedding, dtype=np.float32) for record in records],
+                        [Jsonb(record.metadata) for record in records],
+                        [record.sequence for record in records],
+                        [None if record.importance is None else float(record.importance) for record in records],
+                    ),
+                )
+                row = await cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    async def recall(
+        self, scope: Scope, query_embedding: Sequence[float], query_text: str, top_k: int, message_range: int
+    ) -> RecallResult:
+        """One ``recall_v1`` call; rows come back hits first (by rank), then adjacent entries."""
+        with wrap_exceptions():
+            async with self.pool.connection() as conn:
+                cursor = await conn.execute(
+                    self._queries.recall,
+                    (
+                        scope.tenant_id,
+                        scope.resource_id,
+                        scope.thread_id,
+                        np.asarray(query_embedding, dtype=np.float32),
+                        query_text,
+                        top_k,
+                        message_range,
+                    ),
+                )
+                rows = await cursor.fetchall()
+        hits: list[RecallHit] = []
+        adjacent: list[AdjacentEntry] = []
+        for kind, _rank, entry_id, text, metadata, sequence, importance, similarity, lexical, score in rows:
+            if kind == "hit":
+                hits.append(RecallHit(entry_id, text, metadata, sequence, score, similarity, lexical, importance))
+            else:
+                adjacent.append(AdjacentEntry(entry_id, text, metadata, sequence, importance))
+        return RecallResult(hits, adjacent)
+
+
+class PostgresWorkingStore(_PostgresBase):
+    """:class:`prism_memory.stores.WorkingStore` over ``get_working_v1`` / ``update_working_v1``."""
+
+    def _record(self, scope: Scope, row: Any) -> WorkingMemoryRecord:
+        data, version, created_at, updated_at = row
+        return WorkingMemoryRecord(scope.tenant_id, scope.resource_id, scope.thread_id, data, version, created_at, updated_at)
+
+    async def get_working(self, scope: Scope) -> WorkingMemoryRecord | None:
+        """One ``get_working_v1`` call; ``None`` when no document exists."""
+        with wrap_exceptions():
+            async with self.pool.connection() as conn:
+                cursor = await conn.execute(self._queries.get_working, (scope.tenant_id, scope.resource_id, scope.thread_id))
+                row = await cursor.fetchone()
+        return None if row is None else self._record(scope, row)
+
+    async def update_working(
+        self, scope: Scope, data: dict[str, Any], expected_version: int | None
+    ) -> WorkingMemoryRecord:
+        """One ``update_working_v1`` call (row-locked; a stale ``expected_version`` raises, nothing changes)."""
+        with wrap_exceptions():
+            async with self.pool.connection() as conn:
+                cursor = await conn.execute(
+                    self._queries.update_working,
+                    (scope.tenant_id, scope.resource_id, scope.thread_id, Jsonb(data), expected_version),
+                )
+                row = await cursor.fetchone()
+        return self._record(scope, row)
+
+
+@dataclass(slots=True)
+class PostgresMemoryStores:
+    """The stores returned by :func:`create_postgres_memory_stores`; they share one pool."""
+
+    vector_store: PostgresVectorStore
+    working_store: PostgresWorkingStore
+    pool: AsyncConnectionPool
+    config: SchemaConfig
+
+    async def close(self) -> None:
+        """Close the shared connection pool."""
+        await self.pool.close()
+
+    async def __aenter__(self) -> PostgresMemoryStores:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+async def _check_install(pool: AsyncConnectionPool, config: SchemaConfig, queries: Queries) -> None:
+    with wrap_exceptions():
+        async with pool.connection() as conn:
+            cursor = await conn.execute(queries.install_info)
+            version, table, dimensions = await cursor.fetchone()
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"schema {config.schema!r} is at revision {version}, newer than this prism-memory understands ({SCHEMA_VERSION}); upgrade the package"
+        )
+    if version < SCHEMA_VERSION:
+        raise SchemaVersionError(f"schema {config.schema!r} is at revision {version}, older than {SCHEMA_VERSION}; run migrations")
+    if table != config.table or (config.dimensions is not None and dimensions != config.dimensions):
+        raise SchemaVersionError(
+            f"schema {config.schema!r} holds table {table!r} with dimensions {dimensions}, "
+            f"not {config.table!r} with {config.dimensions}; one install per schema"
+        )
+
+
+async def create_postgres_memory_stores(
+    connection_string: str,
+    *,
+    schema: str = "prism_memory",
+    table: str = "semantic_memory",
+    dimensions: int | None = None,
+    skip_migrations: bool = False,
+    min_pool_size: int = 1,
+    max_pool_size: int = 8,
+) -> PostgresMemoryStores:
+    """Connect, migrate (unless ``skip_migrations``) and return the Postgres stores.
+
+    ``connection_string``: a libpq URL (``postgresql://...``). ``dimensions``
+    pins ``vector(N)`` and builds HNSW; it must equal the embedder's
+    ``dimensions``. Raises :class:`InvalidIdentifierError` for a bad schema or
+    table name and :class:`SchemaVersionError` when the installed schema is
+    missing, older, newer, or holds another table/dimension. Close the result
+    (``await stores.close()``) to end its pool.
+    """
+    config = SchemaConfig(schema, table, dimensions)
+    if not skip_migrations:
+        await asyncio.to_thread(migrate, connection_string, config)
+    queries = build_queries(config.schema)
+    pool = AsyncConnectionPool(
+        connection_string,
+        min_size=min_pool_size,
+        max_size=max_pool_size,
+        kwargs={"autocommit": True},
+        configure=register_vector_async,
+        check=AsyncConnectionPool.check_connection,
+        open=False,
+    )
+    await pool.open(wait=True)
+    try:
+        await _check_install(pool, config, queries)
+    except BaseException:
+        await pool.close()
+        raise
+    return PostgresMemoryStores(
+        PostgresVectorStore(pool, config, queries), PostgresWorkingStore(pool, config, queries), pool, config
+    )

@@ -1,0 +1,89 @@
+"""Working-memory checks and ``{{path}}`` template rendering (seed: "schema / validateWorkingMemory", "workingMemoryTemplate")."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jsonschema
+
+from .errors import ConfigurationError, PayloadTooLargeError, WorkingMemoryValidationError
+from .validation import metadata_json
+
+#: Host hook: return ``True``/``None`` to accept, ``False`` to reject, or raise.
+WorkingMemoryHook = Callable[[dict[str, Any]], "bool | None"]
+
+
+class WorkingMemoryValidator:
+    """Checks a working-memory document before it is written.
+
+    ``schema`` is a JSON Schema (Draft 2020-12), itself checked at construction
+    (:class:`ConfigurationError` if invalid); ``hook`` is the host's
+    ``validate_working_memory``. :meth:`check` raises
+    :class:`WorkingMemoryValidationError` (not an object, not JSON, schema or
+    hook failure) or :class:`PayloadTooLargeError` (over ``max_bytes`` UTF-8 bytes).
+    """
+
+    def __init__(self, schema: Mapping[str, Any] | None, hook: WorkingMemoryHook | None, max_bytes: int) -> None:
+        self._validator = None
+        if schema is not None:
+            try:
+                jsonschema.Draft202012Validator.check_schema(schema)
+            except jsonschema.SchemaError as exc:
+                raise ConfigurationError(f"working-memory schema is not a valid JSON Schema: {exc.message}") from exc
+            self._validator = jsonschema.Draft202012Validator(schema)
+        self._hook = hook
+        self._max_bytes = max_bytes
+
+    def check(self, data: object) -> dict[str, Any]:
+        """Return ``data`` as a ``dict`` if valid; raise otherwise (nothing is written)."""
+        if not isinstance(data, dict):
+            raise WorkingMemoryValidationError(f"working memory must be a JSON object (dict), got {type(data).__name__}")
+        try:
+            encoded = metadata_json(data, "working memory").encode("utf-8")
+        except ValueError as exc:
+            raise WorkingMemoryValidationError(str(exc)) from exc
+        if len(encoded) > self._max_bytes:
+            raise PayloadTooLargeError(f"working memory is {len(encoded)} bytes, over the {self._max_bytes}-byte cap")
+        if self._validator is not None:
+            error = jsonschema.exceptions.best_match(self._validator.iter_errors(data))
+            if error is not None:
+                path = "/".join(str(part) for part in error.absolute_path) or "(root)"
+                raise WorkingMemoryValidationError(f"working memory fails its schema at {path}: {error.message}")
+        if self._hook is not None:
+            try:
+                verdict = self._hook(data)
+            except Exception as exc:
+                raise WorkingMemoryValidationError(f"working memory rejected by validate_working_memory: {exc}") from exc
+            if verdict is False:
+                raise WorkingMemoryValidationError("working memory rejected by validate_working_memory")
+        return data
+
+
+_TEMPLATE_PATH = re.compile(r"\{\{\s*([^{}\s]+)\s*\}\}")
+
+
+def render_template(template: str, data: Mapping[str, Any] | None) -> str:
+    """Fill ``{{path}}`` placeholders from ``data``.
+
+    A path is dot-separated keys (``preferences.format``) or list indexes
+    (``items.0``). Strings render as-is, other values as compact JSON, and a
+    missing path as the empty string.
+    """
+
+    def lookup(match: re.Match[str]) -> str:
+        value: Any = data or {}
+        for part in match.group(1).split("."):
+            if isinstance(value, Mapping) and part in value:
+                value = value[part]
+            elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+                value = value[int(part)]
+            else:
+                return ""
+        if value is None:
+            return ""
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+    return _TEMPLATE_PATH.sub(lookup, template)
