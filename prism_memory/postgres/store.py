@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import psycopg
 from pgvector.psycopg import register_vector_async
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
@@ -132,9 +133,10 @@ class PostgresMemoryStores:
         await self.close()
 
 
-async def _check_install(pool: AsyncConnectionPool, config: SchemaConfig, queries: Queries) -> None:
+async def _check_install(connection_string: str, config: SchemaConfig, queries: Queries) -> None:
+    """Refuse a database whose schema is missing, older, newer, or holds another table/dimension."""
     with wrap_exceptions():
-        async with pool.connection() as conn:
+        async with await psycopg.AsyncConnection.connect(connection_string, autocommit=True) as conn:
             cursor = await conn.execute(queries.install_info)
             version, table, dimensions = await cursor.fetchone()
     if version > SCHEMA_VERSION:
@@ -173,6 +175,7 @@ async def create_postgres_memory_stores(
     if not skip_migrations:
         await asyncio.to_thread(migrate, connection_string, config)
     queries = build_queries(config.schema)
+    await _check_install(connection_string, config, queries)
     pool = AsyncConnectionPool(
         connection_string,
         min_size=min_pool_size,
@@ -183,11 +186,6 @@ async def create_postgres_memory_stores(
         open=False,
     )
     await pool.open(wait=True)
-    try:
-        await _check_install(pool, config, queries)
-    except BaseException:
-        await pool.close()
-        raise
     return PostgresMemoryStores(
         PostgresVectorStore(pool, config, queries), PostgresWorkingStore(pool, config, queries), pool, config
     )

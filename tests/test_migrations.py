@@ -1,0 +1,162 @@
+"""Schema management: Alembic upgrade/downgrade, idempotence, hand-rendered DDL parity, odd names."""
+
+import asyncio
+import subprocess
+import sys
+
+import psycopg
+import pytest
+
+from prism_memory import InvalidIdentifierError, SchemaVersionError, build_memory_ddl, build_vector_search_ddl
+from prism_memory.postgres import create_postgres_memory_stores
+from prism_memory.schema import SchemaConfig, downgrade, migrate
+
+CATALOG = """
+with ns as (select oid from pg_namespace where nspname = %(schema)s)
+select 'column', c.relname || '.' || a.attname,
+       format_type(a.atttypid, a.atttypmod) || ' notnull=' || a.attnotnull || ' storage=' || a.attstorage::text
+       || ' generated=' || a.attgenerated::text || ' default=' || coalesce(pg_get_expr(d.adbin, d.adrelid), '')
+from pg_class c join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+left join pg_attrdef d on d.adrelid = c.oid and d.adnum = a.attnum
+where c.relnamespace = (select oid from ns) and c.relkind = 'r' and c.relname <> 'alembic_version'
+union all
+select 'index', i.relname, pg_get_indexdef(i.oid)
+from pg_index x join pg_class i on i.oid = x.indexrelid join pg_class t on t.oid = x.indrelid
+where t.relnamespace = (select oid from ns) and t.relname <> 'alembic_version'
+union all
+select 'constraint', t.relname || '.' || k.conname, pg_get_constraintdef(k.oid)
+from pg_constraint k join pg_class t on t.oid = k.conrelid
+where t.relnamespace = (select oid from ns) and t.relname <> 'alembic_version'
+union all
+select 'function', p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')',
+       md5(pg_get_functiondef(p.oid))
+from pg_proc p where p.pronamespace = (select oid from ns)
+order by 1, 2
+"""
+
+
+def catalog(dsn: str, schema: str) -> list[tuple[str, str, str]]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(CATALOG, {"schema": schema}).fetchall()
+
+
+def tables(dsn: str, schema: str) -> list[str]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("select tablename from pg_tables where schemaname = %s order by 1", (schema,)).fetchall()
+    return [row[0] for row in rows]
+
+
+EXPECTED_TABLES = [
+    "alembic_version",
+    "semantic_memory",
+    "semantic_memory_invalidation",
+    "semantic_memory_rag_scope_generations",
+    "semantic_memory_rag_source_acl",
+    "semantic_memory_share_grant",
+    "semantic_memory_working",
+]
+
+
+def test_upgrade_then_downgrade(server_dsn):
+    dsn = server_dsn("mig_updown")
+    config = SchemaConfig(dimensions=16)
+    migrate(dsn, config)
+    assert tables(dsn, "prism_memory") == EXPECTED_TABLES
+    downgrade(dsn, config)
+    assert tables(dsn, "prism_memory") == ["alembic_version"]
+    assert [row for row in catalog(dsn, "prism_memory") if row[0] == "function"] == []
+    migrate(dsn, config)
+    assert tables(dsn, "prism_memory") == EXPECTED_TABLES
+
+
+def test_upgrade_twice_is_a_no_op(server_dsn):
+    dsn = server_dsn("mig_twice")
+    migrate(dsn, SchemaConfig(dimensions=16))
+    first = catalog(dsn, "prism_memory")
+    migrate(dsn, SchemaConfig(dimensions=16))
+    assert catalog(dsn, "prism_memory") == first
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("select version_num from prism_memory.alembic_version").fetchall() == [("0001",)]
+
+
+@pytest.mark.parametrize("dimensions", [None, 16])
+def test_migrated_catalog_equals_hand_rendered_ddl(server_dsn, dimensions):
+    migrated = server_dsn("mig_alembic")
+    by_hand = server_dsn("mig_by_hand")
+    migrate(migrated, SchemaConfig(dimensions=dimensions))
+    with psycopg.connect(by_hand, autocommit=True) as conn:
+        conn.execute(build_memory_ddl(dimensions=dimensions))
+        vector_search = build_vector_search_ddl(dimensions=dimensions)
+        if vector_search:
+            conn.execute(vector_search)
+    expected = catalog(migrated, "prism_memory")
+    assert catalog(by_hand, "prism_memory") == expected
+    indexes = {name: definition for kind, name, definition in expected if kind == "index"}
+    assert ("semantic_memory_hnsw_idx" in indexes) is (dimensions is not None)
+    assert "USING gin (text_tsv)" in indexes["semantic_memory_tsv_idx"]
+    assert "'_lineage'::text) -> 'sourceIds'" in indexes["semantic_memory_lineage_idx"]
+    assert "(tenant_id, resource_id, thread_id, sequence)" in indexes["semantic_memory_scope_idx"]
+    assert vector_search == "" if dimensions is None else "hnsw" in vector_search
+
+
+async def test_mixed_case_schema_and_table_with_a_dash_work_end_to_end(server_dsn):
+    from prism_memory import create_hash_embedder, create_memory
+
+    dsn = server_dsn("mig_odd_names")
+    stores = await create_postgres_memory_stores(dsn, schema="Tenant-Memory", table="Agent-Notes", dimensions=16)
+    try:
+        memory = create_memory(
+            tenant_id="t",
+            resource_id="r",
+            thread_id="th",
+            embedder=create_hash_embedder(16),
+            vector_store=stores.vector_store,
+            working_store=stores.working_store,
+        )
+        await memory.remember([{"id": "a", "text": "odd names still work"}], wait=True)
+        await memory.update_working({"ok": True})
+        result = await memory.recall("odd names")
+    finally:
+        await stores.close()
+    assert [hit.id for hit in result.hits] == ["a"]
+    assert "Agent-Notes_rag_scope_generations" in tables(dsn, "Tenant-Memory")
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute('select count(*) from "Tenant-Memory"."Agent-Notes"').fetchone()[0] == 1
+
+
+@pytest.mark.parametrize("name", ['bad"quote', "semi;colon", "has space", "", "1digit", "x" * 64, "dash-;drop"])
+def test_unusable_identifiers_are_refused_before_any_sql(name):
+    with pytest.raises(InvalidIdentifierError):
+        build_memory_ddl(schema=name)
+    with pytest.raises(InvalidIdentifierError):
+        SchemaConfig(table=name)
+
+
+async def test_skip_migrations_on_an_empty_database_fails_clearly(server_dsn):
+    dsn = server_dsn("mig_empty")
+    with pytest.raises(SchemaVersionError):
+        await create_postgres_memory_stores(dsn, skip_migrations=True)
+
+
+async def test_a_schema_newer_than_the_package_is_refused(server_dsn):
+    dsn = server_dsn("mig_newer")
+    await asyncio.to_thread(migrate, dsn, SchemaConfig(dimensions=16))
+    with pytest.raises(SchemaVersionError, match="dimensions"):
+        await create_postgres_memory_stores(dsn, dimensions=32)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "create or replace function prism_memory.install_info_v1() "
+            "returns table (schema_version integer, table_name text, dimensions integer) "
+            "language sql immutable as $$ select 99, 'semantic_memory'::text, 16 $$"
+        )
+    with pytest.raises(SchemaVersionError, match="newer"):
+        await create_postgres_memory_stores(dsn, dimensions=16, skip_migrations=True)
+
+
+def test_concurrent_migrators_all_succeed(server_dsn):
+    """Three processes migrate one database at once; the advisory lock serialises them."""
+    dsn = server_dsn("mig_concurrent")
+    code = "import sys; from prism_memory.schema import SchemaConfig, migrate; migrate(sys.argv[1], SchemaConfig(dimensions=16))"
+    workers = [subprocess.Popen([sys.executable, "-c", code, dsn]) for _ in range(3)]
+    assert [worker.wait(timeout=120) for worker in workers] == [0, 0, 0]
+    assert tables(dsn, "prism_memory") == EXPECTED_TABLES
