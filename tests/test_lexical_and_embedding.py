@@ -1,0 +1,121 @@
+"""The tokenizer mirror and the embedding checks."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+
+from prism_memory import (
+    DimensionMismatchError,
+    InvalidEmbeddingError,
+    LimitExceededError,
+    assert_finite_vector,
+    create_hash_embedder,
+    embed_batched,
+)
+from prism_memory.lexical import lexical_terms
+
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
+
+TRICKY = [
+    "",
+    "   ",
+    "Hello, World! It's 5pm — café ÉCOLE 3-year-old the",
+    "J.K. Rowling's e-mail: jk@example.com, see https://example.com/a?b=c&d",
+    "don’t “quote” … ellipsis «guillemets» ¿qué? ¡sí!",
+    "日本語のテキスト、句読点。カタカナ",
+    "emoji 👩‍👩‍👧 and e\u0301 combining ÅNGSTRÖM",
+    "x" * 70 + " short " + "y" * 64,
+    "& | ! : * ( ) ' < > metacharacters",
+    "tab\tnewline\ncarriage\rreturn\x0bvt\x0cff",
+]
+
+
+def locomo_texts() -> list[str]:
+    samples = json.loads(LOCOMO.read_text())
+    texts = []
+    for sample in samples:
+        for key, turns in sample["conversation"].items():
+            if key.startswith("session_") and isinstance(turns, list):
+                texts.extend(turn["text"] for turn in turns)
+        texts.extend(qa["question"] for qa in sample["qa"])
+    return texts
+
+
+def test_sql_tokenizer_and_python_mirror_agree_on_real_and_tricky_text(pg_dsn):
+    texts = TRICKY + locomo_texts()
+    assert len(texts) > 7000
+    with psycopg.connect(pg_dsn) as conn:
+        rows = conn.execute(
+            "select prism_memory.lexical_terms_v1(t) from unnest(%s::text[]) with ordinality as x(t, n) order by n",
+            (texts,),
+        ).fetchall()
+    mismatches = [(text, sql, lexical_terms(text)) for text, (sql,) in zip(texts, rows) if sql != lexical_terms(text)]
+    assert mismatches == []
+    assert lexical_terms(TRICKY[2]) == ["3", "5pm", "café", "hello", "old", "world", "year", "École"]
+    assert lexical_terms(TRICKY[7]) == ["short", "y" * 64]
+
+
+def test_generated_tsvector_holds_the_same_terms_and_survives_huge_text(pg_dsn):
+    huge = " ".join(f"word{index}" for index in range(300_000))  # ~3 MB, far past the 1 MB tsvector limit
+    with psycopg.connect(pg_dsn) as conn:
+        terms = conn.execute("select tsvector_to_array(array_to_tsvector(prism_memory.lexical_terms_v1(%s)))", (huge,)).fetchone()[0]
+    assert sorted(terms) == lexical_terms(huge)
+    assert len(terms) == len(set(huge[:200_000].split()))
+
+
+@pytest.mark.parametrize(
+    ("vector", "expected_length", "error"),
+    [
+        ([], None, InvalidEmbeddingError),
+        ([0.0, 0.0], None, InvalidEmbeddingError),
+        ([1.0, math.nan], None, InvalidEmbeddingError),
+        ([1.0, -math.inf], None, InvalidEmbeddingError),
+        ([1.0, "2"], None, InvalidEmbeddingError),
+        ([1.0, True], None, InvalidEmbeddingError),
+        ("12", None, InvalidEmbeddingError),
+        (None, None, InvalidEmbeddingError),
+        ([1.0, 2.0], 3, DimensionMismatchError),
+    ],
+)
+def test_assert_finite_vector_rejects(vector, expected_length, error):
+    with pytest.raises(error):
+        assert_finite_vector(vector, "v", expected_length)
+
+
+def test_assert_finite_vector_accepts_numbers_and_numpy():
+    assert assert_finite_vector([1, 2.5, np.float32(3)], "v", 3) == [1.0, 2.5, 3.0]
+    assert assert_finite_vector(np.array([0.0, 1.0], dtype=np.float32)) == [0.0, 1.0]
+
+
+class CountingEmbedder:
+    dimensions = 4
+
+    def __init__(self):
+        self.calls = []
+
+    async def embed(self, texts):
+        self.calls.append(len(texts))
+        return [[1.0, 0.0, float(len(text)), 0.0] for text in texts]
+
+
+async def test_embed_batched_splits_into_capped_batches():
+    embedder = CountingEmbedder()
+    vectors = await embed_batched(embedder, [f"t{index}" for index in range(300)], 128)
+    assert embedder.calls == [128, 128, 44]
+    assert vectors[299] == [1.0, 0.0, 4.0, 0.0]
+    with pytest.raises(LimitExceededError):
+        await embed_batched(embedder, ["a"], 129)
+
+
+async def test_hash_embedder_is_deterministic_integer_valued_and_never_zero():
+    embedder = create_hash_embedder(32)
+    [first, again, punctuation] = await embedder.embed(["Prefers concise answers", "Prefers concise answers", "!!!"])
+    assert first == again and len(first) == 32
+    assert all(value == int(value) for value in first)
+    assert any(punctuation)
+    with pytest.raises(LimitExceededError):
+        create_hash_embedder(1)

@@ -1,0 +1,30 @@
+"""The README's examples run as written."""
+
+import re
+from pathlib import Path
+
+import psycopg
+
+from prism_memory.schema import SchemaConfig, migrate
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def test_psql_example_runs_and_recalls_the_entry(server_dsn):
+    dsn = server_dsn("readme_sql")
+    migrate(dsn, SchemaConfig())
+    [block] = re.findall(r"```sql\n(.*?)```", README, re.S)
+    statements = [statement.strip() for statement in block.split(";") if statement.strip()]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        results = [conn.execute(statement).fetchall() for statement in statements]
+    assert results[0][0][1] == 1  # update_working_v1 -> version 1
+    assert results[1][0][0] == {"name": "Ada"}
+    assert results[2] == [(1,)]
+    assert [(kind, entry_id) for kind, entry_id, _ in results[3]] == [("hit", "m1")]
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
+    assert "<!-- test-command -->" in ci
+    command = README.split("<!-- test-command -->", 1)[1].split("```bash\n", 1)[1].split("\n", 1)[0]
+    assert command.startswith("python3 -m venv .venv") and "pytest" in command
