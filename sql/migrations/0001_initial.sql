@@ -311,15 +311,14 @@ begin
     (tenant_id, resource_id, thread_id, id, text, metadata, embedding, sequence, importance)
   select p_tenant_id, p_resource_id, p_thread_id, e.id, e.text,
          coalesce(e.metadata, '{}'::jsonb), e.embedding,
-         coalesce(e.sequence,
-                  (select s.sequence from {{entries}} s
-                   where s.tenant_id = p_tenant_id and s.resource_id = p_resource_id
-                     and s.thread_id = p_thread_id and s.id = e.id),
-                  v_max_sequence + e.ord),
+         coalesce(e.sequence, s.sequence, v_max_sequence + e.ord),
          case when e.importance is null then null
               else greatest(0::float8, least(1::float8, e.importance)) end
   from unnest(p_ids, p_texts, p_embeddings, p_metadata, p_sequences, p_importance)
          with ordinality as e(id, text, embedding, metadata, sequence, importance, ord)
+  left join {{entries}} s
+    on s.tenant_id = p_tenant_id and s.resource_id = p_resource_id
+   and s.thread_id = p_thread_id and s.id = e.id
   on conflict (tenant_id, resource_id, thread_id, id) do update
     set text = excluded.text, metadata = excluded.metadata, embedding = excluded.embedding,
         sequence = excluded.sequence, importance = excluded.importance, updated_at = now();
