@@ -26,6 +26,13 @@ class _PostgresBase:
         self.config = config
         self._queries = queries
 
+    async def _fetch(self, query: Any, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Run one named query on a pooled connection; psycopg errors become typed errors."""
+        with wrap_exceptions():
+            async with self.pool.connection() as conn:
+                cursor = await conn.execute(query, params)
+                return await cursor.fetchall()
+
     async def close(self) -> None:
         """Close the pool (shared by the stores of one :class:`PostgresMemoryStores`)."""
         await self.pool.close()
@@ -36,44 +43,38 @@ class PostgresVectorStore(_PostgresBase):
 
     async def remember(self, scope: Scope, records: Sequence[EntryRecord]) -> int:
         """One ``remember_v1`` call: the batch is written in one transaction or not at all."""
-        with wrap_exceptions():
-            async with self.pool.connection() as conn:
-                cursor = await conn.execute(
-                    self._queries.remember,
-                    (
-                        scope.tenant_id,
-                        scope.resource_id,
-                        scope.thread_id,
-                        [record.id for record in records],
-                        [record.text for record in records],
-                        [np.asarray(record.embedding, dtype=np.float32) for record in records],
-                        [Jsonb(record.metadata) for record in records],
-                        [record.sequence for record in records],
-                        [None if record.importance is None else float(record.importance) for record in records],
-                    ),
-                )
-                row = await cursor.fetchone()
-        return int(row[0]) if row else 0
+        [(written,)] = await self._fetch(
+            self._queries.remember,
+            (
+                scope.tenant_id,
+                scope.resource_id,
+                scope.thread_id,
+                [record.id for record in records],
+                [record.text for record in records],
+                [np.asarray(record.embedding, dtype=np.float32) for record in records],
+                [Jsonb(record.metadata) for record in records],
+                [record.sequence for record in records],
+                [None if record.importance is None else float(record.importance) for record in records],
+            ),
+        )
+        return int(written)
 
     async def recall(
         self, scope: Scope, query_embedding: Sequence[float], query_text: str, top_k: int, message_range: int
     ) -> RecallResult:
         """One ``recall_v1`` call; rows come back hits first (by rank), then adjacent entries."""
-        with wrap_exceptions():
-            async with self.pool.connection() as conn:
-                cursor = await conn.execute(
-                    self._queries.recall,
-                    (
-                        scope.tenant_id,
-                        scope.resource_id,
-                        scope.thread_id,
-                        np.asarray(query_embedding, dtype=np.float32),
-                        query_text,
-                        top_k,
-                        message_range,
-                    ),
-                )
-                rows = await cursor.fetchall()
+        rows = await self._fetch(
+            self._queries.recall,
+            (
+                scope.tenant_id,
+                scope.resource_id,
+                scope.thread_id,
+                np.asarray(query_embedding, dtype=np.float32),
+                query_text,
+                top_k,
+                message_range,
+            ),
+        )
         hits: list[RecallHit] = []
         adjacent: list[AdjacentEntry] = []
         for kind, _rank, entry_id, text, metadata, sequence, importance, similarity, lexical, score in rows:
@@ -93,23 +94,17 @@ class PostgresWorkingStore(_PostgresBase):
 
     async def get_working(self, scope: Scope) -> WorkingMemoryRecord | None:
         """One ``get_working_v1`` call; ``None`` when no document exists."""
-        with wrap_exceptions():
-            async with self.pool.connection() as conn:
-                cursor = await conn.execute(self._queries.get_working, (scope.tenant_id, scope.resource_id, scope.thread_id))
-                row = await cursor.fetchone()
-        return None if row is None else self._record(scope, row)
+        rows = await self._fetch(self._queries.get_working, (scope.tenant_id, scope.resource_id, scope.thread_id))
+        return self._record(scope, rows[0]) if rows else None
 
     async def update_working(
         self, scope: Scope, data: dict[str, Any], expected_version: int | None
     ) -> WorkingMemoryRecord:
         """One ``update_working_v1`` call (row-locked; a stale ``expected_version`` raises, nothing changes)."""
-        with wrap_exceptions():
-            async with self.pool.connection() as conn:
-                cursor = await conn.execute(
-                    self._queries.update_working,
-                    (scope.tenant_id, scope.resource_id, scope.thread_id, Jsonb(data), expected_version),
-                )
-                row = await cursor.fetchone()
+        [row] = await self._fetch(
+            self._queries.update_working,
+            (scope.tenant_id, scope.resource_id, scope.thread_id, Jsonb(data), expected_version),
+        )
         return self._record(scope, row)
 
 
