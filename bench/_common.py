@@ -1,0 +1,72 @@
+"""Shared plumbing for the benchmarks: a local Postgres, a throw-away schema, output helpers."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import psycopg
+from psycopg import sql
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# Import prism_memory from this checkout even when the editable install resolves it as a
+# namespace package (it does when installed before prism_memory/__init__.py existed).
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+_LOCAL_HOSTS = {"", "localhost", "127.0.0.1", "::1"}
+
+
+def log(*parts: object) -> None:
+    """Human-readable progress, on stderr (stdout ends with the JSON line)."""
+    print(*parts, file=sys.stderr, flush=True)
+
+
+def emit(result: dict) -> None:
+    """Print the result as one JSON object: the last line on stdout."""
+    print(json.dumps(result, sort_keys=False), flush=True)
+
+
+def check_local(dsn: str) -> str:
+    """Refuse a DSN whose host is not a Unix socket or the loopback interface."""
+    parsed = urlparse(dsn)
+    hosts = [parsed.hostname or ""] + parse_qs(parsed.query).get("host", [])
+    for host in hosts:
+        for part in host.split(","):
+            if not (part in _LOCAL_HOSTS or part.startswith("/")):
+                raise SystemExit(f"refusing non-local host {part!r}: benchmarks run against a local server only")
+    return dsn
+
+
+@contextlib.contextmanager
+def local_postgres(dsn: str | None) -> Iterator[str]:
+    """Yield ``dsn`` (checked to be local), or start a throw-away embedded server and yield its URL."""
+    if dsn:
+        yield check_local(dsn)
+        return
+    from prism_memory.embedded import ensure_database, start_embedded_server
+
+    with tempfile.TemporaryDirectory(prefix="prism-bench-") as tmp:
+        log(f"starting embedded Postgres in {tmp}")
+        server = start_embedded_server(Path(tmp) / "pgdata", keep_running=False)
+        try:
+            yield ensure_database(server, "bench")
+        finally:
+            with contextlib.suppress(Exception):
+                server.cleanup()
+
+
+@contextlib.contextmanager
+def scratch_schema(dsn: str, prefix: str) -> Iterator[str]:
+    """A fresh schema name (``<prefix>_<hex>``); the schema is dropped afterwards."""
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    try:
+        yield name
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("drop schema if exists {} cascade").format(sql.Identifier(name)))

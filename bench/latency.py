@@ -1,0 +1,211 @@
+"""Postgres latency benchmark: ingest throughput and recall latency on a 1,000-entry thread.
+
+Loads one "main" thread plus ``--other-threads`` threads (spread over five
+tenants) of synthetic, seeded short texts embedded with the hash embedder,
+interleaving the threads' batches as concurrent users would. Embeddings are
+computed before the clock starts, so ``ingest_entries_per_s`` measures the
+store writes only (``PostgresVectorStore.remember`` batches of 128). Then it
+runs ``ANALYZE``, times ``PostgresVectorStore.recall`` (top_k=8) on the main
+thread from the client, and reads the plan recall_v1 runs via auto_explain.
+
+    .venv/bin/python bench/latency.py [--dsn URL] [--entries 1000] [--other-threads 20]
+
+The last stdout line is a JSON object; progress and the plan go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import re
+import time
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+
+from _common import emit, local_postgres, log, scratch_schema
+from prism_memory import Scope, create_hash_embedder, create_postgres_memory_stores
+from prism_memory.postgres.queries import build_queries
+from prism_memory.types import EntryRecord
+
+BATCH = 128
+TABLE = "semantic_memory"
+
+NAMES = ["Alice", "Bob", "Carmen", "Dmitri", "Esha", "Farid", "Grace", "Hiro", "Ines", "Jonah", "Kemi", "Luca"]
+CITIES = ["Lisbon", "Osaka", "Nairobi", "Denver", "Krakow", "Montreal", "Hanoi", "Bristol", "Lima", "Tbilisi"]
+FOODS = ["oat porridge", "spicy ramen", "lentil soup", "sushi", "tacos", "black coffee", "green tea", "dark chocolate"]
+TOPICS = ["the quarterly budget", "kubernetes upgrades", "the marathon plan", "tax forms", "a birthday party",
+          "the garden redesign", "learning Portuguese", "the mortgage refinance", "a job interview", "the team offsite"]
+RELATIONS = ["sister", "manager", "landlord", "best friend", "dentist", "grandfather", "coworker", "neighbour"]
+DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+WHEN = ["last week", "yesterday", "in March", "two years ago", "this morning", "over the weekend", "next month"]
+JOBS = ["nurse", "data engineer", "chef", "architect", "teacher", "pilot", "lawyer", "carpenter"]
+
+TEMPLATES = [
+    "{name} said they moved to {city} {when} and are still settling in.",
+    "Reminder: {name} prefers {food} for breakfast and dislikes anything too sweet.",
+    "{name} is planning a trip to {city} with their {relation} {when}.",
+    "The user asked for a summary of {topic} before {day}.",
+    "{name}'s {relation} works as a {job} in {city}.",
+    "Meeting with {name} about {topic} moved to {day} at {hour}:00.",
+    "{name} can't eat {food} because of an allergy, mention it when booking dinner.",
+    "{name} finished a course on {topic} {when} and wants to practise more.",
+    "Assistant suggested splitting {topic} into smaller tasks; {name} agreed.",
+    "{name} mentioned feeling stressed about {topic} and asked for a checklist.",
+    "Call {name}'s {relation} on {day} to confirm the plans in {city}.",
+    "{name} started training as a {job} {when} and enjoys the night shifts.",
+]
+QUESTIONS = [
+    "Where did {name} move to?",
+    "What does {name} like to eat for breakfast?",
+    "When is the meeting about {topic}?",
+    "What is {name}'s {relation}'s job?",
+    "Which food is {name} allergic to?",
+    "Who is travelling to {city}?",
+]
+
+
+def fill(template: str, rng: random.Random) -> str:
+    """One synthetic sentence from ``template`` with random slot values."""
+    return template.format(
+        name=rng.choice(NAMES), city=rng.choice(CITIES), food=rng.choice(FOODS), topic=rng.choice(TOPICS),
+        relation=rng.choice(RELATIONS), day=rng.choice(DAYS), when=rng.choice(WHEN), job=rng.choice(JOBS),
+        hour=rng.randint(8, 18),
+    )
+
+
+def build_threads(args: argparse.Namespace, embedder) -> list[tuple[Scope, list[EntryRecord]]]:
+    """The main thread first, then the others; every entry embedded up front."""
+    rng = random.Random(args.seed)
+    scopes = [Scope("tenant-0", "user-main", "thread-main")]
+    scopes += [Scope(f"tenant-{i % 5}", f"user-{i}", f"thread-{i}") for i in range(args.other_threads)]
+    threads = []
+    for scope in scopes:
+        texts = [fill(rng.choice(TEMPLATES), rng) for _ in range(args.entries)]
+        vectors = [embedder.embed_one(text) for text in texts]
+        records = [
+            EntryRecord(f"m{n:05d}", text, vector, {"role": rng.choice(["user", "assistant"])}, None, None)
+            for n, (text, vector) in enumerate(zip(texts, vectors))
+        ]
+        threads.append((scope, records))
+    return threads
+
+
+async def ingest(stores, threads) -> float:
+    """Write every thread in batches of 128, round-robin across threads; returns seconds spent."""
+    batches = [[(scope, records[i : i + BATCH]) for i in range(0, len(records), BATCH)] for scope, records in threads]
+    order = [batch for round_ in zip(*batches) for batch in round_]
+    started = time.perf_counter()
+    for scope, batch in order:
+        await stores.vector_store.remember(scope, batch)
+    return time.perf_counter() - started
+
+
+async def time_recall(stores, scope: Scope, queries, warmup: int, runs: int) -> np.ndarray:
+    """Client-side latency (ms) of ``runs`` recalls after ``warmup`` untimed ones."""
+    timings = []
+    for n in range(warmup + runs):
+        text, vector = queries[n % len(queries)]
+        started = time.perf_counter()
+        await stores.vector_store.recall(scope, vector, text, 8, 0)
+        if n >= warmup:
+            timings.append((time.perf_counter() - started) * 1000)
+    return np.asarray(timings)
+
+
+def explain_recall(dsn: str, schema: str, scope: Scope, queries, calls: int = 8) -> str:
+    """The plan of recall_v1's nested statements (auto_explain), from the last of ``calls`` calls.
+
+    Several calls, so the plan shown is the one PL/pgSQL settles on (it may
+    switch to a generic plan after five executions).
+    """
+    notices: list[str] = []
+    recall_sql = build_queries(schema).recall
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        register_vector(conn)
+        for statement in (
+            "load 'auto_explain'",
+            "set auto_explain.log_min_duration = 0",
+            "set auto_explain.log_nested_statements = on",
+            "set auto_explain.log_analyze = on",
+            "set auto_explain.log_buffers = on",
+            "set auto_explain.log_level = 'notice'",
+            "set client_min_messages = 'notice'",
+        ):
+            conn.execute(statement)
+        conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+        for n in range(calls):
+            notices.clear()
+            text, vector = queries[n % len(queries)]
+            conn.execute(recall_sql, (scope.tenant_id, scope.resource_id, scope.thread_id, vector, text, 8, 0)).fetchall()
+    return "\n\n".join(notice for notice in notices if re.search(rf"\b{TABLE}\b", notice))
+
+
+def plan_uses_scope_index(plan: str) -> bool:
+    """True when the entries table is read through its scope or primary-key index and never seq-scanned."""
+    index_scan = re.search(rf"Index (Only )?Scan (Backward )?(using|on) {TABLE}_(scope_idx|pkey)\b", plan)
+    seq_scan = re.search(rf"Seq Scan on (\S+\.)?{TABLE}\b", plan)
+    return bool(index_scan) and not seq_scan
+
+
+async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
+    embedder = create_hash_embedder(args.dimensions)
+    log(f"embedding {(args.other_threads + 1) * args.entries} synthetic entries ({args.dimensions} dims)")
+    threads = build_threads(args, embedder)
+    rng = random.Random(args.seed + 1)
+    queries = []
+    for _ in range(200):
+        text = fill(rng.choice(QUESTIONS), rng)
+        queries.append((text, np.asarray(embedder.embed_one(text), dtype=np.float32)))
+    main_scope = threads[0][0]
+    total = sum(len(records) for _, records in threads)
+
+    stores = await create_postgres_memory_stores(dsn, schema=schema, dimensions=args.dimensions)
+    try:
+        log(f"ingesting {total} entries in batches of {BATCH}")
+        seconds = await ingest(stores, threads)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("analyze {}.{}").format(sql.Identifier(schema), sql.Identifier(TABLE)))
+        log(f"ingest: {total / seconds:,.0f} entries/s ({seconds:.1f} s)")
+        timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries)
+    finally:
+        await stores.close()
+    plan = explain_recall(dsn, schema, main_scope, queries)
+    log("recall_v1 nested plan (auto_explain, last of 8 calls):\n" + plan)
+    p50, p99 = np.percentile(timings, [50, 99])
+    log(f"recall over {len(timings)} queries: p50 {p50:.2f} ms, p99 {p99:.2f} ms, mean {timings.mean():.2f} ms")
+    return {
+        "ingest_entries_per_s": round(total / seconds, 1),
+        "recall_p50_ms": round(float(p50), 3),
+        "recall_p99_ms": round(float(p99), 3),
+        "recall_mean_ms": round(float(timings.mean()), 3),
+        "recall_queries": len(timings),
+        "plan_uses_scope_index": plan_uses_scope_index(plan),
+        "entries_in_thread": len(threads[0][1]),
+        "total_entries": total,
+        "threads": len(threads),
+        "dimensions": args.dimensions,
+        "top_k": 8,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dsn", help="local postgresql:// URL (default: a throw-away embedded server)")
+    parser.add_argument("--dimensions", type=int, default=384, help="hash-embedder width (default 384)")
+    parser.add_argument("--entries", type=int, default=1000, help="entries per thread (default 1000)")
+    parser.add_argument("--other-threads", type=int, default=20, help="threads besides the measured one (default 20)")
+    parser.add_argument("--warmup", type=int, default=50, help="untimed recalls first (default 50)")
+    parser.add_argument("--queries", type=int, default=1000, help="timed recalls (default 1000)")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    with local_postgres(args.dsn) as dsn, scratch_schema(dsn, "bench_latency") as schema:
+        result = asyncio.run(run(args, dsn, schema))
+    emit(result)
+
+
+if __name__ == "__main__":
+    main()
