@@ -16,8 +16,12 @@ from psycopg_pool import AsyncConnectionPool
 from ..errors import SchemaVersionError
 from ..schema import SCHEMA_VERSION, SchemaConfig, migrate
 from ..types import AdjacentEntry, EntryRecord, RecallHit, RecallResult, Scope, WorkingMemoryRecord
-from .errors import wrap_exceptions
+from .errors import translate, wrap_exceptions
 from .queries import Queries, build_queries
+
+
+#: SQLSTATEs of a session the server ended (admin/crash/cannot-connect-now): the statement never ran.
+_SESSION_TERMINATED = frozenset({"57P01", "57P02", "57P03"})
 
 
 class _PostgresBase:
@@ -26,12 +30,26 @@ class _PostgresBase:
         self.config = config
         self._queries = queries
 
-    async def _fetch(self, query: Any, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """Run one named query on a pooled connection; psycopg errors become typed errors."""
-        with wrap_exceptions():
-            async with self.pool.connection() as conn:
-                cursor = await conn.execute(query, params)
-                return await cursor.fetchall()
+    async def _fetch(self, query: Any, params: Sequence[Any], idempotent: bool = True) -> list[tuple[Any, ...]]:
+        """Run one named query on a pooled connection; psycopg errors become typed errors.
+
+        A connection the server closed while it sat in the pool is retried once
+        on a fresh one: always when the server reports it terminated the
+        session (the statement never ran), otherwise only for ``idempotent``
+        calls (reads, and ``remember``, an upsert by id).
+        """
+        for attempt in (1, 2):
+            try:
+                async with self.pool.connection() as conn:
+                    cursor = await conn.execute(query, params)
+                    return await cursor.fetchall()
+            except psycopg.OperationalError as exc:
+                never_ran = exc.sqlstate in _SESSION_TERMINATED
+                if attempt == 2 or not conn.closed or not (never_ran or idempotent):
+                    raise translate(exc) from exc
+            except psycopg.Error as exc:
+                raise translate(exc) from exc
+        raise AssertionError("unreachable")
 
     async def close(self) -> None:
         """Close the pool (shared by the stores of one :class:`PostgresMemoryStores`)."""
@@ -104,6 +122,7 @@ class PostgresWorkingStore(_PostgresBase):
         [row] = await self._fetch(
             self._queries.update_working,
             (scope.tenant_id, scope.resource_id, scope.thread_id, Jsonb(data), expected_version),
+            idempotent=False,
         )
         return self._record(scope, row)
 
@@ -177,7 +196,6 @@ async def create_postgres_memory_stores(
         max_size=max_pool_size,
         kwargs={"autocommit": True},
         configure=register_vector_async,
-        check=AsyncConnectionPool.check_connection,
         open=False,
     )
     await pool.open(wait=True)

@@ -347,6 +347,8 @@ as $$
 declare
   v_terms text[] := {{schema}}.lexical_terms_v1(coalesce(p_query_text, ''));
   v_term_count integer := cardinality(v_terms);
+  -- Any-term query: terms hold no quote or backslash, so quote_literal is a safe operand.
+  v_any_term tsquery := (select string_agg(quote_literal(term), ' | ')::tsquery from unnest(v_terms) as term);
 begin
   perform {{schema}}.assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
   if p_top_k is null or p_top_k < 1 or p_top_k > 32 then
@@ -363,44 +365,47 @@ begin
     p_tenant_id, p_resource_id, p_thread_id, vector_dims(p_query_embedding));
 
   return query
-    with hits as (
-      select s.id, s.text, s.metadata, s.sequence, s.importance, s.similarity, s.lexical,
-             s.similarity + 0.25::float8 * s.lexical as score, s.created_at, s.updated_at
-      from (
-        select e.id, e.text, e.metadata, e.sequence, e.importance, e.created_at, e.updated_at,
-               1::float8 - (e.embedding <=> p_query_embedding) as similarity,
-               case when v_term_count = 0 then 0::float8
-                    else (length(e.text_tsv) - length(ts_delete(e.text_tsv, v_terms)))::float8
-                         / v_term_count
-               end as lexical
-        from {{entries}} e
-        where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
-          and e.thread_id = p_thread_id
-      ) s
+    with scored as (
+      -- Narrow rows only (no text or metadata); "offset 0" keeps each distance computed once.
+      select e.id, e.sequence,
+             1::float8 - (e.embedding <=> p_query_embedding) as similarity,
+             case when v_term_count = 0 or not (e.text_tsv @@ v_any_term) then 0::float8
+                  else (length(e.text_tsv) - length(ts_delete(e.text_tsv, v_terms)))::float8 / v_term_count
+             end as lexical
+      from {{entries}} e
+      where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+        and e.thread_id = p_thread_id
+      offset 0
+    ), hits as (
+      select s.id, s.sequence, s.similarity, s.lexical, s.similarity + 0.25::float8 * s.lexical as score
+      from scored s
       order by score desc, s.sequence asc, s.id collate "C" asc
       limit p_top_k
-    ), ranked as (
-      select h.*, (row_number() over (order by h.score desc, h.sequence asc, h.id collate "C" asc))::integer as rank
-      from hits h
     ), adjacent as (
-      select distinct e.id, e.text, e.metadata, e.sequence, e.importance, e.created_at, e.updated_at
-      from ranked h
+      select distinct e.id, e.sequence
+      from hits h
       join {{entries}} e
         on e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
        and e.thread_id = p_thread_id
        and e.sequence between h.sequence - p_message_range and h.sequence + p_message_range
       where p_message_range > 0
-        and not exists (select 1 from ranked r where r.id = e.id)
+        and not exists (select 1 from hits r where r.id = e.id)
+    ), picked as (
+      select 'hit'::text as kind,
+             (row_number() over (order by h.score desc, h.sequence asc, h.id collate "C" asc))::integer as rank,
+             h.id, h.similarity, h.lexical, h.score
+      from hits h
+      union all
+      select 'adjacent'::text, (row_number() over (order by a.sequence, a.id collate "C"))::integer,
+             a.id, null::float8, null::float8, null::float8
+      from adjacent a
     )
-    select 'hit'::text, r.rank, r.id, r.text, r.metadata, r.sequence, r.importance,
-           r.similarity, r.lexical, r.score, r.created_at, r.updated_at
-    from ranked r
-    union all
-    select 'adjacent'::text,
-           (row_number() over (order by a.sequence, a.id collate "C"))::integer,
-           a.id, a.text, a.metadata, a.sequence, a.importance,
-           null::float8, null::float8, null::float8, a.created_at, a.updated_at
-    from adjacent a
-    order by 1 desc, 2;
+    select p.kind, p.rank, e.id, e.text, e.metadata, e.sequence, e.importance,
+           p.similarity, p.lexical, p.score, e.created_at, e.updated_at
+    from picked p
+    join {{entries}} e
+      on e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+     and e.thread_id = p_thread_id and e.id = p.id
+    order by p.kind desc, p.rank;
 end;
 $$;
