@@ -15,10 +15,6 @@ import psycopg
 from psycopg import sql
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# Import prism_memory from this checkout even when the editable install resolves it as a
-# namespace package (it does when installed before prism_memory/__init__.py existed).
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 _LOCAL_HOSTS = {"", "localhost", "127.0.0.1", "::1"}
 
 
