@@ -28,7 +28,6 @@ from psycopg import sql
 
 from _common import emit, local_postgres, log, scratch_schema
 from prism_memory import Scope, create_hash_embedder, create_postgres_memory_stores
-from prism_memory.postgres.queries import build_queries
 from prism_memory.types import EntryRecord
 
 BATCH = 128
@@ -116,14 +115,13 @@ async def time_recall(stores, scope: Scope, queries, warmup: int, runs: int) -> 
     return np.asarray(timings)
 
 
-def explain_recall(dsn: str, schema: str, scope: Scope, queries, calls: int = 8) -> str:
+def explain_recall(dsn: str, recall_sql, scope: Scope, queries, calls: int = 8) -> str:
     """The plan of recall_v1's nested statements (auto_explain), from the last of ``calls`` calls.
 
     Several calls, so the plan shown is the one PL/pgSQL settles on (it may
     switch to a generic plan after five executions).
     """
     notices: list[str] = []
-    recall_sql = build_queries(schema).recall
     with psycopg.connect(dsn, autocommit=True) as conn:
         register_vector(conn)
         for statement in (
@@ -171,9 +169,10 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
             conn.execute(sql.SQL("analyze {}.{}").format(sql.Identifier(schema), sql.Identifier(TABLE)))
         log(f"ingest: {total / seconds:,.0f} entries/s ({seconds:.1f} s)")
         timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries)
+        recall_sql = stores.vector_store.queries.recall  # the very statement the store sends
     finally:
         await stores.close()
-    plan = explain_recall(dsn, schema, main_scope, queries)
+    plan = explain_recall(dsn, recall_sql, main_scope, queries)
     log("recall_v1 nested plan (auto_explain, last of 8 calls):\n" + plan)
     p50, p99 = np.percentile(timings, [50, 99])
     log(f"recall over {len(timings)} queries: p50 {p50:.2f} ms, p99 {p99:.2f} ms, mean {timings.mean():.2f} ms")

@@ -11,6 +11,7 @@ from .emulator import MemoryVectorStore, MemoryWorkingStore, create_memory_vecto
 from .errors import (
     ConfigurationError,
     DimensionMismatchError,
+    EmbeddingFailedError,
     InvalidEmbeddingError,
     InvalidEntryError,
     InvalidIdentifierError,
@@ -48,6 +49,7 @@ __all__ = [
     "ConfigurationError",
     "DimensionMismatchError",
     "Embedder",
+    "EmbeddingFailedError",
     "HashEmbedder",
     "InvalidEmbeddingError",
     "InvalidEntryError",

@@ -14,9 +14,17 @@ import math
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from .errors import DimensionMismatchError, InvalidEmbeddingError, LimitExceededError
+import numpy as np
+
+from .errors import DimensionMismatchError, EmbeddingFailedError, InvalidEmbeddingError, LimitExceededError, PrismMemoryError
 from .lexical import lexical_terms
 from .types import HARD_CAPS
+
+#: pgvector's widest vector.
+MAX_DIMENSIONS = 16000
+#: Bounds on an embedding's L2 norm (``assert_embedding_v1`` in SQL uses the same).
+MIN_NORM = 1e-15
+MAX_NORM = 1e15
 
 
 @runtime_checkable
@@ -32,10 +40,13 @@ def assert_finite_vector(vector: object, label: str = "embedding", expected_leng
     """Check one embedding and return it as ``list[float]``.
 
     Raises :class:`InvalidEmbeddingError` when ``vector`` is not a non-empty
-    sequence of real numbers, contains NaN or ±Infinity, or is the zero vector
-    (cosine similarity is undefined for it), and
-    :class:`DimensionMismatchError` when ``expected_length`` is given and differs.
-    Seed: "Every embedding is a non-empty finite number vector".
+    sequence of real numbers, contains NaN or ±Infinity, is wider than 16,000
+    (pgvector's limit), or has an L2 norm outside [1e-15, 1e15] after
+    rounding to float32 (zero has no cosine; pgvector sums squares in float32,
+    so larger norms overflow and smaller ones underflow), and
+    :class:`DimensionMismatchError` when ``expected_length`` is given and
+    differs. Seed: "Every embedding is a non-empty finite number vector";
+    ``assert_embedding_v1`` applies the same bounds in SQL.
     """
     if isinstance(vector, (str, bytes)) or not hasattr(vector, "__len__") or not hasattr(vector, "__iter__"):
         raise InvalidEmbeddingError(f"{label} must be a sequence of numbers, got {type(vector).__name__}")
@@ -49,10 +60,17 @@ def assert_finite_vector(vector: object, label: str = "embedding", expected_leng
         values.append(number)
     if not values:
         raise InvalidEmbeddingError(f"{label} is empty")
+    if len(values) > MAX_DIMENSIONS:
+        raise InvalidEmbeddingError(f"{label} has {len(values)} dimensions; pgvector stores at most {MAX_DIMENSIONS}")
     if expected_length is not None and len(values) != expected_length:
         raise DimensionMismatchError(f"{label} has {len(values)} dimensions, expected {expected_length}")
-    if not any(values):
-        raise InvalidEmbeddingError(f"{label} is the zero vector")
+    with np.errstate(over="ignore"):
+        stored = np.asarray(values, dtype=np.float32).astype(np.float64)  # what pgvector keeps
+    norm = math.sqrt(float(np.dot(stored, stored))) if np.all(np.isfinite(stored)) else math.inf
+    if not MIN_NORM <= norm <= MAX_NORM:
+        raise InvalidEmbeddingError(
+            f"{label} has an L2 norm of {norm:.3g}; it must be between {MIN_NORM:g} and {MAX_NORM:g} (not zero)"
+        )
     return values
 
 
@@ -65,7 +83,8 @@ async def embed_batched(embedder: Embedder, texts: Sequence[str], batch_size: in
     """Embed ``texts`` in calls of at most ``batch_size`` texts (hard cap 128, seed).
 
     Returns one checked ``list[float]`` of ``embedder.dimensions`` per text, in order.
-    Raises :class:`LimitExceededError` for a batch size outside 1..128,
+    Raises :class:`EmbeddingFailedError` when the embedder itself raises,
+    :class:`LimitExceededError` for a batch size outside 1..128,
     :class:`InvalidEmbeddingError` / :class:`DimensionMismatchError` for a bad
     vector, and :class:`InvalidEmbeddingError` when the embedder returns the
     wrong number of vectors.
@@ -75,7 +94,14 @@ async def embed_batched(embedder: Embedder, texts: Sequence[str], batch_size: in
     vectors: list[list[float]] = []
     for start in range(0, len(texts), batch_size):
         batch = list(texts[start : start + batch_size])
-        produced = await embedder.embed(batch)
+        try:
+            produced = await embedder.embed(batch)
+        except PrismMemoryError:
+            raise
+        except Exception as exc:
+            raise EmbeddingFailedError(f"the embedder failed on a batch of {len(batch)} texts: {exc!r}") from exc
+        if not isinstance(produced, (list, tuple)):
+            raise InvalidEmbeddingError(f"embedder returned {type(produced).__name__}, not a list of vectors")
         if len(produced) != len(batch):
             raise InvalidEmbeddingError(f"embedder returned {len(produced)} vectors for {len(batch)} texts")
         for offset, vector in enumerate(produced):

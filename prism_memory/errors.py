@@ -55,6 +55,10 @@ class InvalidIdentifierError(ValidationError):
     """A schema or table name cannot be used as a Postgres identifier."""
 
 
+class EmbeddingFailedError(PrismMemoryError):
+    """The host's embedder raised; the original exception is ``__cause__``. Nothing was written."""
+
+
 class ConfigurationError(PrismMemoryError):
     """The memory or store was configured inconsistently (e.g. an invalid JSON Schema)."""
 

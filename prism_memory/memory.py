@@ -159,8 +159,9 @@ class Memory:
         ``top_k`` defaults to ``limits.top_k`` (1..32) and ``message_range`` to
         ``limits.message_range`` (0..4): entries within that many sequences of
         a hit come back in ``adjacent``. Waits for this memory's pending
-        writes first. Raises :class:`InvalidQueryError` for a blank or oversized
-        query and :class:`LimitExceededError` for an option out of range.
+        writes first. Raises :class:`InvalidQueryError` for a blank query or
+        one with a NUL or lone surrogate, :class:`PayloadTooLargeError` for one
+        over ``limits.query_bytes``, and :class:`LimitExceededError` for an option out of range.
         Score and ordering: README, "Recall score".
         """
         scope = self._thread_scope()
@@ -177,6 +178,8 @@ class Memory:
             size = len(query.encode("utf-8"))
         except UnicodeEncodeError as exc:
             raise InvalidQueryError("the recall query contains a lone surrogate") from exc
+        if "\x00" in query:
+            raise InvalidQueryError("the recall query contains a NUL character")
         if size > self.limits.query_bytes:
             raise PayloadTooLargeError(f"the recall query is {size} bytes, over limits.query_bytes={self.limits.query_bytes}")
         await self.flush()

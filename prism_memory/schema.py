@@ -106,6 +106,7 @@ class SchemaConfig:
             "embedding_type": "vector" if dims is None else f"vector({dims})",
             "embedding_storage": "plain" if dims is not None and dims <= PLAIN_STORAGE_MAX_DIMENSIONS else "external",
             "dimensions": "null" if dims is None else str(dims),
+            "schema_literal": "'" + self.schema + "'",
             "table_literal": "'" + self.table + "'",
             "stopwords": stopwords_sql_literal(),
         }

@@ -114,7 +114,6 @@ HARD_CAPS: dict[str, int] = {
     "top_k": 32,
     "message_range": 4,
     "embed_batch": 128,
-    "injected_tokens": 8000,
     "entry_bytes": 8 * 1024 * 1024,
     "working_memory_bytes": 1024 * 1024,
     "query_bytes": 64 * 1024,
@@ -127,8 +126,7 @@ class MemoryLimits:
     """Per-memory limits; each must be at least its minimum and at most its hard cap.
 
     ``top_k`` (default hits, 1..32), ``message_range`` (default adjacency,
-    0..4), ``embed_batch`` (texts per embedder call, 1..128),
-    ``injected_tokens`` (1..8000), ``entry_bytes`` (UTF-8 bytes of text plus
+    0..4), ``embed_batch`` (texts per embedder call, 1..128), ``entry_bytes`` (UTF-8 bytes of text plus
     JSON metadata per entry, at most 8 MiB), ``working_memory_bytes`` (UTF-8
     bytes of the JSON document, at most 1 MiB), ``query_bytes`` (UTF-8 bytes of
     a recall query, at most 64 KiB), ``remember_entries`` (entries per
@@ -140,7 +138,6 @@ class MemoryLimits:
     top_k: int = 8
     message_range: int = 0
     embed_batch: int = 64
-    injected_tokens: int = 2000
     entry_bytes: int = 1024 * 1024
     working_memory_bytes: int = 64 * 1024
     query_bytes: int = 16 * 1024

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import InvalidEntryError, InvalidScopeError, PayloadTooLargeError
-from .types import HARD_CAPS, EntryRecord, MemoryEntry, Scope
+from .types import EntryRecord, MemoryEntry, Scope
 
 MAX_SCOPE_ID_BYTES = 256
 MAX_ENTRY_ID_BYTES = 512
@@ -49,16 +49,46 @@ def check_scope(scope: Scope, *, thread_required: bool) -> Scope:
     return scope
 
 
-def metadata_json(metadata: object, where: str) -> str:
-    """Serialise entry metadata (a JSON object with string keys, finite numbers) or raise :class:`InvalidEntryError`."""
-    if not isinstance(metadata, Mapping):
-        raise InvalidEntryError(f"{where}: metadata must be a JSON object (a mapping), got {type(metadata).__name__}")
-    try:
-        text = json.dumps(metadata, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
-        raise InvalidEntryError(f"{where}: metadata is not JSON-serialisable: {exc}") from exc
-    _utf8(text, f"{where}: metadata", InvalidEntryError)
-    return text
+#: Deepest nesting of objects/arrays accepted in metadata and working memory.
+MAX_JSON_DEPTH = 64
+#: Sequences are JSON-safe integers, so every client reads them exactly.
+MAX_SEQUENCE = 2**53 - 1
+
+
+def _check_json_value(value: object, where: str, error: type[Exception], depth: int) -> None:
+    if depth > MAX_JSON_DEPTH:
+        raise error(f"{where} is nested deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(value, str):
+        _utf8(value, where, error)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise error(f"{where} has a non-string key {key!r}; JSON object keys are strings")
+            _utf8(key, f"{where} key {key[:40]!r}", error)
+            _check_json_value(item, where, error, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _check_json_value(item, where, error, depth + 1)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise error(f"{where} holds a non-finite number {value!r}")
+    elif value is not None and not isinstance(value, (bool, int)):
+        raise error(f"{where} holds a {type(value).__name__}, which is not JSON")
+
+
+def json_document(value: object, where: str, error: type[Exception] = InvalidEntryError) -> str:
+    """Check a JSON object (metadata, working memory) and return its compact JSON text.
+
+    The value must be a ``dict`` with string keys whose values are ``dict``,
+    ``list``/``tuple``, ``str``, ``int``, finite ``float``, ``bool`` or ``None``,
+    nested at most :data:`MAX_JSON_DEPTH` levels, with no NUL or lone
+    surrogate in any string (Postgres cannot store them). Raises ``error``
+    otherwise. Tuples are stored as JSON arrays.
+    """
+    if not isinstance(value, dict):
+        raise error(f"{where} must be a JSON object (a dict), got {type(value).__name__}")
+    _check_json_value(value, where, error, 1)
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 _ENTRY_KEYS = {"id", "text", "metadata", "sequence", "importance"}
@@ -79,10 +109,11 @@ def to_entry(entry: MemoryEntry | Mapping[str, Any], position: int) -> MemoryEnt
 
 
 def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, Any]:
-    """Check one entry and return its metadata as a ``dict`` (``{}`` when unset).
+    """Check one entry and return its metadata as stored: a ``dict`` read back from its JSON (``{}`` when unset).
 
-    Raises :class:`InvalidEntryError` for a bad id, empty text, bad metadata,
-    sequence or importance, and :class:`PayloadTooLargeError` when text plus
+    Raises :class:`InvalidEntryError` for a bad id, blank text, bad metadata
+    (see :func:`json_document`), a sequence outside 0..2^53-1 or a non-finite
+    importance, and :class:`PayloadTooLargeError` when text plus
     metadata JSON exceed ``max_bytes`` UTF-8 bytes.
     """
     where = f"entry {position}"
@@ -94,21 +125,22 @@ def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, 
     if not isinstance(entry.text, str) or not entry.text.strip():
         raise InvalidEntryError(f"{where}: text must be a non-empty string")
     text_bytes = len(_utf8(entry.text, f"{where}: text", InvalidEntryError))
-    metadata = {} if entry.metadata is None else entry.metadata
-    metadata_bytes = len(metadata_json(metadata, where).encode("utf-8"))
+    metadata_text = json_document({} if entry.metadata is None else entry.metadata, f"{where}: metadata")
+    metadata_bytes = len(metadata_text.encode("utf-8"))
     if text_bytes + metadata_bytes > max_bytes:
         raise PayloadTooLargeError(f"{where}: text plus metadata is {text_bytes + metadata_bytes} bytes, over the {max_bytes}-byte cap")
     if entry.sequence is not None and (
-        isinstance(entry.sequence, bool) or not isinstance(entry.sequence, int) or not -(2**63) <= entry.sequence < 2**63
+        isinstance(entry.sequence, bool) or not isinstance(entry.sequence, int) or not 0 <= entry.sequence <= MAX_SEQUENCE
     ):
-        raise InvalidEntryError(f"{where}: sequence must be a 64-bit integer, got {entry.sequence!r}")
-    if entry.importance is not None and (
-        isinstance(entry.importance, bool)
-        or not isinstance(entry.importance, (int, float))
-        or not math.isfinite(entry.importance)
-    ):
-        raise InvalidEntryError(f"{where}: importance must be a finite number, got {entry.importance!r}")
-    return dict(metadata)
+        raise InvalidEntryError(f"{where}: sequence must be an integer from 0 to 2^53 - 1, got {entry.sequence!r}")
+    if entry.importance is not None:
+        try:
+            finite = not isinstance(entry.importance, bool) and math.isfinite(float(entry.importance))
+        except (TypeError, ValueError, OverflowError):
+            finite = False
+        if not finite or not isinstance(entry.importance, (int, float)):
+            raise InvalidEntryError(f"{where}: importance must be a finite number, got {entry.importance!r}")
+    return json.loads(metadata_text)
 
 
 def check_unique_ids(ids: Sequence[str]) -> None:
@@ -120,12 +152,21 @@ def check_unique_ids(ids: Sequence[str]) -> None:
         seen.add(entry_id)
 
 
-def check_records(records: Sequence[EntryRecord]) -> None:
-    """The checks ``remember_v1`` applies in SQL, for stores that are not Postgres (hard caps only)."""
-    for position, record in enumerate(records, start=1):
+#: Backstop caps of the store layer, as the SQL functions apply them (looser than
+#: the per-memory limits, which the public API checks first).
+STORE_ENTRY_BYTES = 64 * 1024 * 1024
+STORE_WORKING_MEMORY_BYTES = 8 * 1024 * 1024
+
+
+def check_records(records: Sequence[EntryRecord]) -> list[dict[str, Any]]:
+    """The checks ``remember_v1`` applies in SQL, for stores that are not Postgres; returns each record's metadata as stored."""
+    metadata = [
         check_entry(
             MemoryEntry(record.id, record.text, record.metadata, record.sequence, record.importance),
             position,
-            HARD_CAPS["entry_bytes"],
+            STORE_ENTRY_BYTES,
         )
+        for position, record in enumerate(records, start=1)
+    ]
     check_unique_ids([record.id for record in records])
+    return metadata

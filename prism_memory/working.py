@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 
 from .errors import ConfigurationError, PayloadTooLargeError, WorkingMemoryValidationError
-from .validation import metadata_json
+from .validation import json_document
 
 #: Host hook: return ``True``/``None`` to accept, ``False`` to reject, or raise.
 WorkingMemoryHook = Callable[[dict[str, Any]], "bool | None"]
@@ -38,13 +38,8 @@ class WorkingMemoryValidator:
         self._max_bytes = max_bytes
 
     def check(self, data: object) -> dict[str, Any]:
-        """Return ``data`` as a ``dict`` if valid; raise otherwise (nothing is written)."""
-        if not isinstance(data, dict):
-            raise WorkingMemoryValidationError(f"working memory must be a JSON object (dict), got {type(data).__name__}")
-        try:
-            encoded = metadata_json(data, "working memory").encode("utf-8")
-        except ValueError as exc:
-            raise WorkingMemoryValidationError(str(exc)) from exc
+        """Return ``data`` as stored (read back from its JSON) if valid; raise otherwise (nothing is written)."""
+        encoded = json_document(data, "working memory", WorkingMemoryValidationError).encode("utf-8")
         if len(encoded) > self._max_bytes:
             raise PayloadTooLargeError(f"working memory is {len(encoded)} bytes, over the {self._max_bytes}-byte cap")
         if self._validator is not None:
@@ -59,7 +54,7 @@ class WorkingMemoryValidator:
                 raise WorkingMemoryValidationError(f"working memory rejected by validate_working_memory: {exc}") from exc
             if verdict is False:
                 raise WorkingMemoryValidationError("working memory rejected by validate_working_memory")
-        return data
+        return json.loads(encoded)
 
 
 _TEMPLATE_PATH = re.compile(r"\{\{\s*([^{}\s]+)\s*\}\}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
 from collections.abc import AsyncIterator
 from urllib.parse import quote, unquote, urlparse
 
@@ -18,6 +19,11 @@ import pytest
 from pytest_postgresql import factories
 
 from prism_memory.schema import SchemaConfig, migrate
+
+#: LoCoMo (../shared/data/locomo/locomo10.json beside the repository, or $PRISM_LOCOMO_PATH).
+LOCOMO_PATH = Path(
+    os.environ.get("PRISM_LOCOMO_PATH", Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json")
+)
 
 #: Embedding width pinned in the test template (the hash embedder's dimensions in tests).
 TEST_DIMENSIONS = 64
@@ -62,6 +68,14 @@ def load_template(host: str, port: int, user: str, dbname: str, password: str | 
 
 postgresql_noproc = factories.postgresql_noproc(load=[load_template])
 postgresql = factories.postgresql("postgresql_noproc")
+
+
+@pytest.fixture
+def locomo_path() -> Path:
+    """The LoCoMo file; tests that need it skip, saying why, on a checkout without the shared data."""
+    if not LOCOMO_PATH.is_file():
+        pytest.skip(f"LoCoMo data not found at {LOCOMO_PATH}; set PRISM_LOCOMO_PATH to run this test")
+    return LOCOMO_PATH
 
 
 @pytest.fixture

@@ -44,7 +44,7 @@ def normalise(value: Any) -> Any:
 
 
 def assert_same(left: Any, right: Any, path: str = "") -> None:
-    """Assert two normalised outcomes are equal; floats within :data:`TOLERANCE`."""
+    """Assert two normalised outcomes are equal: same types, floats within :data:`TOLERANCE`."""
     if isinstance(left, float) or isinstance(right, float):
         assert isinstance(left, (int, float)) and isinstance(right, (int, float)), f"{path}: {left!r} != {right!r}"
         assert math.isclose(left, right, rel_tol=0, abs_tol=TOLERANCE), f"{path}: {left!r} != {right!r}"
@@ -57,6 +57,7 @@ def assert_same(left: Any, right: Any, path: str = "") -> None:
         for index, (a, b) in enumerate(zip(left, right)):
             assert_same(a, b, f"{path}[{index}]")
     else:
+        assert type(left) is type(right), f"{path}: {type(left).__name__} {left!r} != {type(right).__name__} {right!r}"
         assert left == right, f"{path}: {left!r} != {right!r}"
 
 

@@ -7,6 +7,7 @@ import pytest
 from parity import Raised
 from prism_memory import (
     DimensionMismatchError,
+    EmbeddingFailedError,
     InvalidEmbeddingError,
     InvalidEntryError,
     InvalidQueryError,
@@ -20,13 +21,15 @@ from prism_memory import (
 
 
 class FixedEmbedder:
-    """Returns the same (possibly bad) vector for every text."""
+    """Returns the same (possibly bad) vector for every text; with ``None``, raises like a broken model."""
 
     def __init__(self, vector, dimensions):
         self.vector = vector
         self.dimensions = dimensions
 
     async def embed(self, texts):
+        if self.vector is None:
+            raise RuntimeError("model server unavailable")
         return [list(self.vector) for _ in texts]
 
 
@@ -60,6 +63,21 @@ CASES = [
     ("blank query", {}, "recall_blank", InvalidQueryError),
     ("oversized query", {"limits": MemoryLimits(query_bytes=16)}, "recall_long", PayloadTooLargeError),
     ("schema failure", {"schema": SCHEMA}, "working_no_name", WorkingMemoryValidationError),
+    ("nul in working memory", {}, "working_nul", WorkingMemoryValidationError),
+    ("non-string working memory key", {}, "working_int_key", WorkingMemoryValidationError),
+    ("nul in metadata value", {}, "remember_nul_metadata", InvalidEntryError),
+    ("nul in metadata key", {}, "remember_nul_key", InvalidEntryError),
+    ("non-string metadata key", {}, "remember_int_key", InvalidEntryError),
+    ("metadata nested too deep", {}, "remember_deep_metadata", InvalidEntryError),
+    ("non-JSON metadata value", {}, "remember_set_metadata", InvalidEntryError),
+    ("importance too large for a float", {}, "remember_huge_importance", InvalidEntryError),
+    ("negative sequence", {}, "remember_negative_sequence", InvalidEntryError),
+    ("sequence past 2^53", {}, "remember_huge_sequence", InvalidEntryError),
+    ("embedding wider than pgvector allows", {"embedder": FixedEmbedder([1.0] * 16001, 16001)}, "remember", InvalidEmbeddingError),
+    ("embedding norm underflows float32", {"embedder": FixedEmbedder([1e-20] * 64, 64)}, "remember", InvalidEmbeddingError),
+    ("embedding norm overflows float32", {"embedder": FixedEmbedder([1e19] * 64, 64)}, "remember", InvalidEmbeddingError),
+    ("embedder raises", {"embedder": FixedEmbedder(None, 64)}, "remember", EmbeddingFailedError),
+    ("nul in query", {}, "recall_nul", InvalidQueryError),
 ]
 
 OPERATIONS = {
@@ -82,7 +100,25 @@ OPERATIONS = {
     "recall_blank": lambda m: m.recall("   "),
     "recall_long": lambda m: m.recall("a much longer query than sixteen bytes"),
     "working_no_name": lambda m: m.update_working({"nick": "A"}),
+    "working_nul": lambda m: m.update_working({"name": "A\x00da"}),
+    "working_int_key": lambda m: m.update_working({"name": "Ada", 1: "one"}),
+    "remember_nul_metadata": lambda m: m.remember([{"id": "new", "text": "t", "metadata": {"k": ["a\x00"]}}], wait=True),
+    "remember_nul_key": lambda m: m.remember([{"id": "new", "text": "t", "metadata": {"k\x00": 1}}], wait=True),
+    "remember_int_key": lambda m: m.remember([{"id": "new", "text": "t", "metadata": {1: "a"}}], wait=True),
+    "remember_deep_metadata": lambda m: m.remember([{"id": "new", "text": "t", "metadata": nested(100)}], wait=True),
+    "remember_set_metadata": lambda m: m.remember([{"id": "new", "text": "t", "metadata": {"s": {1, 2}}}], wait=True),
+    "remember_huge_importance": lambda m: m.remember([{"id": "new", "text": "t", "importance": 10**400}], wait=True),
+    "remember_negative_sequence": lambda m: m.remember([{"id": "new", "text": "t", "sequence": -1}], wait=True),
+    "remember_huge_sequence": lambda m: m.remember([{"id": "new", "text": "t", "sequence": 2**53}], wait=True),
+    "recall_nul": lambda m: m.recall("note\x00"),
 }
+
+
+def nested(depth):
+    value = {"leaf": 1}
+    for _ in range(depth):
+        value = {"d": value}
+    return value
 
 
 async def snapshot(backend):
@@ -146,8 +182,19 @@ async def test_sql_functions_enforce_the_same_rules_for_direct_callers(pg_dsn):
         "PM004": "select prism_memory.remember_v1('t', 'r', 't', array['a'], array['x'], array['[1,2]'::vector])",
         "PM002": "select prism_memory.remember_v1('t', 'r', 't', array['a', 'a'], array['x', 'y'], array[array_fill(1::real, array[64])::vector, array_fill(1::real, array[64])::vector])",
     }
+    more = [
+        ("PM001", "select * from prism_memory.get_working_v1(E'\\t', 'r')"),
+        ("PM001", "select prism_memory.recall_v1('t', E'\\u3000', 't', '[1,0]'::vector)"),
+        ("PM002", "select prism_memory.remember_v1('t', 'r', 't', array['a'], array[E'\\t\\n'], array[array_fill(1::real, array[64])::vector])"),
+        ("PM002", "select prism_memory.remember_v1('t', 'r', 't', array['a'], array['x'], array[array_fill(1::real, array[64])::vector], p_sequences => array[-1::bigint])"),
+        ("PM003", "select prism_memory.remember_v1('t', 'r', 't', array['a'], array['x'], array[array_fill(1e-20::real, array[64])::vector])"),
+        ("PM003", "select prism_memory.recall_v1('t', 'r', 't', array_fill(1e19::real, array[64])::vector)"),
+        ("PM005", "select * from prism_memory.update_working_v1('t', 'r', null, '{}', p_expected_version => -1)"),
+        ("PM006", "select prism_memory.recall_v1('t', 'r', 't', array_fill(1::real, array[64])::vector, repeat('q', 70000))"),
+        ("PM007", "select * from prism_memory.update_working_v1('t', 'r', null, '[1]')"),
+    ]
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        for state, statement in calls.items():
+        for state, statement in [*calls.items(), *more]:
             with pytest.raises(psycopg.Error) as caught:
                 conn.execute(statement)
             assert caught.value.sqlstate == state, (state, caught.value)

@@ -13,7 +13,6 @@ import pytest
 from prism_memory.cli import main, sample_conversation_path
 from prism_memory.locomo import DataFormatError, load_jsonl_entries, load_locomo
 
-LOCOMO_PATH = Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo10.json"
 SAMPLE = str(sample_conversation_path())
 SAMPLE_THREAD = "sample-priya-tomas"
 
@@ -50,8 +49,8 @@ def test_sample_file_shape():
     assert len(adversarial) == 1 and adversarial[0].answer is None and adversarial[0].adversarial_answer
 
 
-def test_load_locomo_real_file():
-    conversations = load_locomo(LOCOMO_PATH)
+def test_load_locomo_real_file(locomo_path):
+    conversations = load_locomo(locomo_path)
     assert len(conversations) == 10
     assert sum(len(c.entries) for c in conversations) == 5882
     assert sum(len(c.questions) for c in conversations) == 1986

@@ -16,9 +16,9 @@ from prism_memory import (
     create_hash_embedder,
     embed_batched,
 )
+from prism_memory.cli import sample_conversation_path
 from prism_memory.lexical import lexical_terms
 
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 
 TRICKY = [
     "",
@@ -34,8 +34,9 @@ TRICKY = [
 ]
 
 
-def locomo_texts() -> list[str]:
-    samples = json.loads(LOCOMO.read_text())
+def conversation_texts(path: Path) -> list[str]:
+    """Every turn and question of a LoCoMo-format file."""
+    samples = json.loads(path.read_text())
     texts = []
     for sample in samples:
         for key, turns in sample["conversation"].items():
@@ -45,18 +46,27 @@ def locomo_texts() -> list[str]:
     return texts
 
 
-def test_sql_tokenizer_and_python_mirror_agree_on_real_and_tricky_text(pg_dsn):
-    texts = TRICKY + locomo_texts()
-    assert len(texts) > 7000
-    with psycopg.connect(pg_dsn) as conn:
+def sql_terms(dsn: str, texts: list[str]) -> list[list[str]]:
+    with psycopg.connect(dsn) as conn:
         rows = conn.execute(
             "select prism_memory.lexical_terms_v1(t) from unnest(%s::text[]) with ordinality as x(t, n) order by n",
             (texts,),
         ).fetchall()
-    mismatches = [(text, sql, lexical_terms(text)) for text, (sql,) in zip(texts, rows) if sql != lexical_terms(text)]
-    assert mismatches == []
+    return [row[0] for row in rows]
+
+
+def test_sql_tokenizer_and_python_mirror_agree_on_tricky_and_sample_text(pg_dsn):
+    texts = TRICKY + conversation_texts(sample_conversation_path())
+    assert [lexical_terms(text) for text in texts] == sql_terms(pg_dsn, texts)
     assert lexical_terms(TRICKY[2]) == ["3", "5pm", "café", "hello", "old", "world", "year", "École"]
     assert lexical_terms(TRICKY[7]) == ["short", "y" * 64]
+
+
+def test_sql_tokenizer_and_python_mirror_agree_on_all_of_locomo(pg_dsn, locomo_path):
+    texts = conversation_texts(locomo_path)
+    assert len(texts) == 5882 + 1986
+    mismatches = [(text, sql) for text, sql in zip(texts, sql_terms(pg_dsn, texts)) if sql != lexical_terms(text)]
+    assert mismatches == []
 
 
 def test_generated_tsvector_holds_the_same_terms_and_survives_huge_text(pg_dsn):

@@ -146,8 +146,8 @@ async def test_a_schema_newer_than_the_package_is_refused(server_dsn):
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(
             "create or replace function prism_memory.install_info_v1() "
-            "returns table (schema_version integer, table_name text, dimensions integer) "
-            "language sql immutable as $$ select 99, 'semantic_memory'::text, 16 $$"
+            "returns table (schema_version integer, table_name text, dimensions integer, vector_schema text) "
+            "language sql immutable as $$ select 99, 'semantic_memory'::text, 16, 'public'::text $$"
         )
     with pytest.raises(SchemaVersionError, match="newer"):
         await create_postgres_memory_stores(dsn, dimensions=16, skip_migrations=True)

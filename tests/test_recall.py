@@ -137,3 +137,18 @@ async def test_background_remember_reports_pending_then_flushes(backends):
     started, ids = await backends.run(scenario)
     assert started == {"accepted": 8, "pending": 8, "done": False}
     assert ids == ["D1:4"]
+
+
+async def test_metadata_and_working_memory_come_back_as_their_json(backends):
+    metadata = {"tuple": (1, "two"), "nested": {"list": [1.5, None, True, {"deep": "ü"}]}, "big": 2**70}
+
+    async def scenario(backend):
+        memory = backend.memory()
+        await memory.remember([{"id": "j", "text": "json shapes", "metadata": metadata}], wait=True)
+        working = await memory.update_working({"pair": ("a", "b"), "n": 1})
+        [hit] = (await memory.recall("json shapes", top_k=1)).hits
+        return hit.metadata, working.data, (await memory.get_working()).data
+
+    stored, working, read_back = await backends.run(scenario)
+    assert stored == {"tuple": [1, "two"], "nested": {"list": [1.5, None, True, {"deep": "ü"}]}, "big": 2**70}
+    assert working == read_back == {"pair": ["a", "b"], "n": 1}

@@ -1,12 +1,15 @@
-"""Pure-Python stores that implement the SQL functions' rules exactly.
+"""Pure-Python stores that implement the SQL functions' rules.
 
-Parity with Postgres is by construction, not by approximation:
-
-* similarity is pgvector's cosine: ``dot / sqrt(|a|^2 * |b|^2)`` clamped to
-  [-1, 1], then ``1 - (1 - s)``, over float32-rounded vectors, in double precision;
+* similarity follows pgvector's cosine: ``dot / sqrt(|a|^2 * |b|^2)`` clamped
+  to [-1, 1], then ``1 - (1 - s)``, over the float32 values pgvector stores.
+  pgvector sums the products in float32, the emulator in float64: the two are
+  bit-identical whenever the products are exact in float32 (the hash
+  embedder's small integers), and otherwise agree to about 1e-7, so entries
+  whose scores differ by less than that may swap places;
 * lexical uses :func:`prism_memory.lexical.lexical_terms`, the mirror of
   ``lexical_terms_v1``;
-* ties break on sequence, then id in code-point order (``collate "C"``).
+* ties break on sequence, then id in code-point order (``collate "C"``);
+* metadata and working memory are stored as their JSON, like ``jsonb``.
 
 Every operation runs without awaiting in between, so it is atomic under asyncio.
 """
@@ -14,6 +17,7 @@ Every operation runs without awaiting in between, so it is atomic under asyncio.
 from __future__ import annotations
 
 import copy
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,15 +28,15 @@ import numpy as np
 
 from ..errors import (
     DimensionMismatchError,
-    InvalidEmbeddingError,
-    WorkingMemoryValidationError,
+    LimitExceededError,
     PayloadTooLargeError,
+    WorkingMemoryValidationError,
     WorkingMemoryVersionConflict,
 )
 from ..embedding import assert_finite_vector
 from ..lexical import lexical_terms
 from ..types import HARD_CAPS, AdjacentEntry, EntryRecord, RecallHit, RecallResult, Scope, WorkingMemoryRecord, check_int_option
-from ..validation import check_records, check_scope, metadata_json
+from ..validation import STORE_WORKING_MEMORY_BYTES, check_records, check_scope, json_document
 from ..scoring import LEXICAL_WEIGHT
 
 
@@ -54,14 +58,9 @@ class _Row:
     updated_at: datetime
 
 
-def _float32(values: Sequence[float], label: str, dimensions: int | None) -> np.ndarray:
-    checked = assert_finite_vector(values, label, dimensions)
-    vector = np.asarray(checked, dtype=np.float32)
-    if not np.all(np.isfinite(vector)):
-        raise InvalidEmbeddingError(f"{label} overflows float32")
-    if not np.any(vector):
-        raise InvalidEmbeddingError(f"{label} is the zero vector in float32")
-    return vector
+def _float32(values: Sequence[float], label: str) -> np.ndarray:
+    """The embedding as pgvector stores it (float32), after the same checks as ``assert_embedding_v1``."""
+    return np.asarray(assert_finite_vector(values, label), dtype=np.float32)
 
 
 def _norm_squared(vector: np.ndarray) -> float:
@@ -97,8 +96,8 @@ class MemoryVectorStore:
         check_scope(scope, thread_required=True)
         if not records:
             return 0
-        check_records(records)
-        vectors = [_float32(record.embedding, f"embedding of entry {record.id!r}", None) for record in records]
+        metadata = check_records(records)
+        vectors = [_float32(record.embedding, f"embedding of entry {record.id!r}") for record in records]
         if len({vector.shape[0] for vector in vectors}) > 1:
             raise DimensionMismatchError("the embeddings in one batch differ in dimensions")
         rows = self._thread(scope)
@@ -109,7 +108,7 @@ class MemoryVectorStore:
         max_sequence = max((row.sequence for row in rows.values()), default=0)
         now = _now()
         updated = dict(rows)
-        for position, (record, vector) in enumerate(zip(records, vectors), start=1):
+        for position, (record, vector, meta) in enumerate(zip(records, vectors, metadata), start=1):
             existing = rows.get(record.id)
             if record.sequence is not None:
                 sequence = record.sequence
@@ -121,7 +120,7 @@ class MemoryVectorStore:
             updated[record.id] = _Row(
                 id=record.id,
                 text=record.text,
-                metadata=copy.deepcopy(record.metadata),
+                metadata=meta,
                 embedding=vector,
                 norm_squared=_norm_squared(vector),
                 terms=frozenset(lexical_terms(record.text)),
@@ -140,7 +139,7 @@ class MemoryVectorStore:
         check_scope(scope, thread_required=True)
         check_int_option("top_k", top_k, 1, HARD_CAPS["top_k"])
         check_int_option("message_range", message_range, 0, HARD_CAPS["message_range"])
-        query = _float32(query_embedding, "query embedding", None)
+        query = _float32(query_embedding, "query embedding")
         rows = self._thread(scope)
         expected = self._expected_dimensions(rows)
         if expected is not None and query.shape[0] != expected:
@@ -198,11 +197,11 @@ class MemoryWorkingStore:
     ) -> WorkingMemoryRecord:
         """Mirror of ``update_working_v1``: version + 1, or :class:`WorkingMemoryVersionConflict`."""
         check_scope(scope, thread_required=False)
-        if not isinstance(data, dict):
-            raise WorkingMemoryValidationError("working memory must be a JSON object")
-        size = len(metadata_json(data, "working memory").encode("utf-8"))
-        if size > HARD_CAPS["working_memory_bytes"]:
-            raise PayloadTooLargeError(f"working memory is {size} bytes, over the 1 MiB hard cap")
+        document = json_document(data, "working memory", WorkingMemoryValidationError)
+        if len(document.encode("utf-8")) > STORE_WORKING_MEMORY_BYTES:
+            raise PayloadTooLargeError("working memory is over the 8 MiB hard cap of the store")
+        if expected_version is not None and expected_version < 0:
+            raise LimitExceededError(f"expected_version must be >= 0, got {expected_version}")
         key = (scope.tenant_id, scope.resource_id, scope.thread_id or "")
         current = self._records.get(key)
         current_version = current.version if current else 0
@@ -215,7 +214,7 @@ class MemoryWorkingStore:
             tenant_id=scope.tenant_id,
             resource_id=scope.resource_id,
             thread_id=scope.thread_id,
-            data=copy.deepcopy(data),
+            data=json.loads(document),
             version=current_version + 1,
             created_at=current.created_at if current else now,
             updated_at=now,

@@ -1,7 +1,9 @@
 """Every statement the Python sends: one ``select`` of one versioned SQL function each.
 
 Arguments are named and cast (``fn(p_x => %s::text)``) so overloads never
-become ambiguous; the schema is a quoted identifier rendered once per store.
+become ambiguous; the schema and pgvector's ``vector`` type are quoted,
+qualified identifiers rendered once per store, so the session's
+``search_path`` never matters.
 """
 
 from __future__ import annotations
@@ -13,22 +15,28 @@ from psycopg import sql
 
 @dataclass(frozen=True, slots=True)
 class Queries:
-    install_info: sql.Composed
     get_working: sql.Composed
     update_working: sql.Composed
     remember: sql.Composed
     recall: sql.Composed
 
 
-def build_queries(schema: str) -> Queries:
-    """Render the named queries for ``schema`` (already validated)."""
+def install_info_query(schema: str) -> sql.Composed:
+    """``install_info_v1()``: schema revision, table, pinned dimension and pgvector's schema."""
+    return sql.SQL("select schema_version, table_name, dimensions, vector_schema from {s}.install_info_v1()").format(
+        s=sql.Identifier(schema)
+    )
+
+
+def build_queries(schema: str, vector_schema: str) -> Queries:
+    """Render the named queries for ``schema`` (already validated); ``vector`` is qualified by ``vector_schema``."""
     s = sql.Identifier(schema)
+    vector = sql.Identifier(vector_schema, "vector")
 
     def q(text: str) -> sql.Composed:
-        return sql.SQL(text).format(s=s)
+        return sql.SQL(text).format(s=s, vector=vector)
 
     return Queries(
-        install_info=q("select schema_version, table_name, dimensions from {s}.install_info_v1()"),
         get_working=q(
             "select data, version, created_at, updated_at from {s}.get_working_v1("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text)"
@@ -41,14 +49,14 @@ def build_queries(schema: str) -> Queries:
         remember=q(
             "select {s}.remember_v1("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
-            "p_ids => %s::text[], p_texts => %s::text[], p_embeddings => %s::vector[], "
+            "p_ids => %s::text[], p_texts => %s::text[], p_embeddings => %s::{vector}[], "
             "p_metadata => %s::jsonb[], p_sequences => %s::bigint[], p_importance => %s::float8[])"
         ),
         recall=q(
             "select kind, rank, id, text, metadata, sequence, importance, similarity, lexical, score "
             "from {s}.recall_v1("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
-            "p_query_embedding => %s::vector, p_query_text => %s::text, "
+            "p_query_embedding => %s::{vector}, p_query_text => %s::text, "
             "p_top_k => %s::integer, p_message_range => %s::integer)"
         ),
     )

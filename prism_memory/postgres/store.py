@@ -9,15 +9,17 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from pgvector.psycopg import register_vector_async
+from pgvector.psycopg.vector import register_vector_info
+from psycopg import sql
+from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from ..errors import SchemaVersionError
+from ..errors import SchemaVersionError, StoreError
 from ..schema import SCHEMA_VERSION, SchemaConfig, migrate
 from ..types import AdjacentEntry, EntryRecord, RecallHit, RecallResult, Scope, WorkingMemoryRecord
 from .errors import translate, wrap_exceptions
-from .queries import Queries, build_queries
+from .queries import Queries, build_queries, install_info_query
 
 
 #: SQLSTATEs of a session the server ended (admin/crash/cannot-connect-now): the statement never ran.
@@ -28,7 +30,7 @@ class _PostgresBase:
     def __init__(self, pool: AsyncConnectionPool, config: SchemaConfig, queries: Queries) -> None:
         self.pool = pool
         self.config = config
-        self._queries = queries
+        self.queries = queries
 
     async def _fetch(self, query: Any, params: Sequence[Any], idempotent: bool = True) -> list[tuple[Any, ...]]:
         """Run one named query on a pooled connection; psycopg errors become typed errors.
@@ -62,7 +64,7 @@ class PostgresVectorStore(_PostgresBase):
     async def remember(self, scope: Scope, records: Sequence[EntryRecord]) -> int:
         """One ``remember_v1`` call: the batch is written in one transaction or not at all."""
         [(written,)] = await self._fetch(
-            self._queries.remember,
+            self.queries.remember,
             (
                 scope.tenant_id,
                 scope.resource_id,
@@ -82,7 +84,7 @@ class PostgresVectorStore(_PostgresBase):
     ) -> RecallResult:
         """One ``recall_v1`` call; rows come back hits first (by rank), then adjacent entries."""
         rows = await self._fetch(
-            self._queries.recall,
+            self.queries.recall,
             (
                 scope.tenant_id,
                 scope.resource_id,
@@ -112,7 +114,7 @@ class PostgresWorkingStore(_PostgresBase):
 
     async def get_working(self, scope: Scope) -> WorkingMemoryRecord | None:
         """One ``get_working_v1`` call; ``None`` when no document exists."""
-        rows = await self._fetch(self._queries.get_working, (scope.tenant_id, scope.resource_id, scope.thread_id))
+        rows = await self._fetch(self.queries.get_working, (scope.tenant_id, scope.resource_id, scope.thread_id))
         return self._record(scope, rows[0]) if rows else None
 
     async def update_working(
@@ -120,7 +122,7 @@ class PostgresWorkingStore(_PostgresBase):
     ) -> WorkingMemoryRecord:
         """One ``update_working_v1`` call (row-locked; a stale ``expected_version`` raises, nothing changes)."""
         [row] = await self._fetch(
-            self._queries.update_working,
+            self.queries.update_working,
             (scope.tenant_id, scope.resource_id, scope.thread_id, Jsonb(data), expected_version),
             idempotent=False,
         )
@@ -147,12 +149,17 @@ class PostgresMemoryStores:
         await self.close()
 
 
-async def _check_install(connection_string: str, config: SchemaConfig, queries: Queries) -> None:
-    """Refuse a database whose schema is missing, older, newer, or holds another table/dimension."""
+async def _check_install(connection_string: str, config: SchemaConfig) -> tuple[str, TypeInfo]:
+    """Refuse a database whose schema is missing, older, newer, or holds another table/dimension.
+
+    Returns pgvector's schema and ``vector`` type, looked up by its qualified
+    name so the caller's ``search_path`` does not matter.
+    """
     with wrap_exceptions():
         async with await psycopg.AsyncConnection.connect(connection_string, autocommit=True) as conn:
-            cursor = await conn.execute(queries.install_info)
-            version, table, dimensions = await cursor.fetchone()
+            cursor = await conn.execute(install_info_query(config.schema))
+            version, table, dimensions, vector_schema = await cursor.fetchone()
+            vector_type = await TypeInfo.fetch(conn, sql.Identifier(vector_schema, "vector"))
     if version > SCHEMA_VERSION:
         raise SchemaVersionError(
             f"schema {config.schema!r} is at revision {version}, newer than this prism-memory understands ({SCHEMA_VERSION}); upgrade the package"
@@ -164,6 +171,7 @@ async def _check_install(connection_string: str, config: SchemaConfig, queries: 
             f"schema {config.schema!r} holds table {table!r} with dimensions {dimensions}, "
             f"not {config.table!r} with {config.dimensions}; one install per schema"
         )
+    return vector_schema, vector_type
 
 
 async def create_postgres_memory_stores(
@@ -188,17 +196,25 @@ async def create_postgres_memory_stores(
     config = SchemaConfig(schema, table, dimensions)
     if not skip_migrations:
         await asyncio.to_thread(migrate, connection_string, config)
-    queries = build_queries(config.schema)
-    await _check_install(connection_string, config, queries)
+    vector_schema, vector_type = await _check_install(connection_string, config)
+    queries = build_queries(config.schema, vector_schema)
+
+    async def configure(conn: psycopg.AsyncConnection) -> None:
+        register_vector_info(conn, vector_type)
+
     pool = AsyncConnectionPool(
         connection_string,
         min_size=min_pool_size,
         max_size=max_pool_size,
         kwargs={"autocommit": True},
-        configure=register_vector_async,
+        configure=configure,
         open=False,
     )
-    await pool.open(wait=True)
+    try:
+        await pool.open(wait=True, timeout=10)
+    except PoolTimeout as exc:
+        await pool.close()
+        raise StoreError(f"could not open connections to the database: {exc}") from exc
     return PostgresMemoryStores(
         PostgresVectorStore(pool, config, queries), PostgresWorkingStore(pool, config, queries), pool, config
     )

@@ -11,6 +11,17 @@
 create extension if not exists vector;
 create schema if not exists {{schema}};
 
+-- Functions below are created with "set search_path from current": this
+-- install's schema, the schema holding pgvector, then pg_catalog. Callers'
+-- own search_path never changes what a function resolves. Reset at the end.
+select pg_catalog.set_config(
+  'search_path',
+  pg_catalog.format('%I, %I, pg_catalog', {{schema_literal}},
+    (select n.nspname from pg_catalog.pg_extension x
+     join pg_catalog.pg_namespace n on n.oid = x.extnamespace
+     where x.extname = 'vector')),
+  false);
+
 -- Lexical terms: the one tokenizer for text_tsv, the lexical leg of recall and
 -- the emulator (prism_memory/lexical.py mirrors it exactly). Lower-cases ASCII
 -- only (collation "C"), splits on everything but ASCII letters/digits and
@@ -120,27 +131,54 @@ create table {{rag_scope_generations}} (
 
 -- What this install is: checked by the Python caller before any other call.
 create function {{schema}}.install_info_v1()
-returns table (schema_version integer, table_name text, dimensions integer)
-language sql immutable
-as $$ select 1, {{table_literal}}::text, {{dimensions}}::integer $$;
+returns table (schema_version integer, table_name text, dimensions integer, vector_schema text)
+language sql stable
+as $$
+  select 1, {{table_literal}}::text, {{dimensions}}::integer, n.nspname::text
+  from pg_catalog.pg_extension x join pg_catalog.pg_namespace n on n.oid = x.extnamespace
+  where x.extname = 'vector'
+$$;
+
+-- True when p_text is empty or holds only whitespace: exactly the characters
+-- Python's str.isspace() accepts, so the emulator's check is the same.
+create function {{schema}}.is_blank_v1(p_text text) returns boolean
+language sql immutable strict parallel safe
+return p_text ~ '^[\t\n\x0b\f\r\x1c-\x1f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$';
 
 -- Raises PM001 unless tenant, resource (and thread, when required) are
--- non-empty identifiers of at most 256 bytes.
+-- non-blank strings of at most 256 bytes.
 create function {{schema}}.assert_scope_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_thread_required boolean)
 returns void
 language plpgsql immutable
+set search_path from current
 as $$
 begin
-  if p_tenant_id is null or btrim(p_tenant_id) = '' or octet_length(p_tenant_id) > 256 then
-    raise exception 'tenant_id must be a non-empty string of at most 256 bytes' using errcode = 'PM001';
+  if p_tenant_id is null or is_blank_v1(p_tenant_id) or octet_length(p_tenant_id) > 256 then
+    raise exception 'tenant_id must be a non-blank string of at most 256 bytes' using errcode = 'PM001';
   end if;
-  if p_resource_id is null or btrim(p_resource_id) = '' or octet_length(p_resource_id) > 256 then
-    raise exception 'resource_id must be a non-empty string of at most 256 bytes' using errcode = 'PM001';
+  if p_resource_id is null or is_blank_v1(p_resource_id) or octet_length(p_resource_id) > 256 then
+    raise exception 'resource_id must be a non-blank string of at most 256 bytes' using errcode = 'PM001';
   end if;
   if (p_thread_required or p_thread_id is not null)
-     and (p_thread_id is null or btrim(p_thread_id) = '' or octet_length(p_thread_id) > 256) then
-    raise exception 'thread_id must be a non-empty string of at most 256 bytes' using errcode = 'PM001';
+     and (p_thread_id is null or is_blank_v1(p_thread_id) or octet_length(p_thread_id) > 256) then
+    raise exception 'thread_id must be a non-blank string of at most 256 bytes' using errcode = 'PM001';
+  end if;
+end;
+$$;
+
+-- Raises PM003 unless the embedding's L2 norm is within [1e-15, 1e15]:
+-- pgvector sums squares in float32, so a larger vector overflows and a
+-- smaller one underflows, and either would score NaN.
+create function {{schema}}.assert_embedding_v1(p_embedding vector, p_label text)
+returns void
+language plpgsql immutable
+set search_path from current
+as $$
+begin
+  if p_embedding is null or not (vector_norm(p_embedding) between 1e-15 and 1e15) then
+    raise exception '% must have an L2 norm between 1e-15 and 1e15 (not zero)', p_label
+      using errcode = 'PM003';
   end if;
 end;
 $$;
@@ -151,6 +189,7 @@ create function {{schema}}.assert_dimensions_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_dimensions integer)
 returns void
 language plpgsql stable
+set search_path from current
 as $$
 declare
   v_expected integer := {{dimensions}};
@@ -172,6 +211,7 @@ create function {{schema}}.get_working_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text default null)
 returns table (data jsonb, version bigint, created_at timestamptz, updated_at timestamptz)
 language plpgsql stable
+set search_path from current
 as $$
 begin
   perform {{schema}}.assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, false);
@@ -191,6 +231,7 @@ create function {{schema}}.update_working_v1(
   p_expected_version bigint default null)
 returns table (data jsonb, version bigint, created_at timestamptz, updated_at timestamptz)
 language plpgsql volatile
+set search_path from current
 as $$
 declare
   v_current bigint;
@@ -199,9 +240,12 @@ begin
   if p_data is null or jsonb_typeof(p_data) <> 'object' then
     raise exception 'working memory must be a JSON object' using errcode = 'PM007';
   end if;
-  if octet_length(p_data::text) > 1048576 then
-    raise exception 'working memory is % bytes, over the 1 MiB hard cap', octet_length(p_data::text)
-      using errcode = 'PM006';
+  if pg_column_size(p_data) > 8388608 then
+    raise exception 'working memory is % bytes, over the 8 MiB hard cap of the SQL function',
+      pg_column_size(p_data) using errcode = 'PM006';
+  end if;
+  if p_expected_version < 0 then
+    raise exception 'expected_version must be >= 0, got %', p_expected_version using errcode = 'PM005';
   end if;
   select w.version into v_current
   from {{working}} w
@@ -218,10 +262,10 @@ begin
     values (p_tenant_id, p_resource_id, coalesce(p_thread_id, ''), p_data, 1)
     on conflict (tenant_id, resource_id, thread_id) do update
       set data = excluded.data, version = w.version + 1, updated_at = now()
-      where w.version = v_current
+      where p_expected_version is null or w.version = v_current
     returning w.data, w.version, w.created_at, w.updated_at;
   if not found then
-    -- A concurrent writer created the record between our read and our insert.
+    -- With an expected version: a concurrent writer created the record first.
     raise exception 'working memory changed concurrently (expected version %)', v_current
       using errcode = 'PM009';
   end if;
@@ -240,6 +284,7 @@ create function {{schema}}.remember_v1(
   p_importance double precision[] default null)
 returns integer
 language plpgsql volatile
+set search_path from current
 as $$
 declare
   v_count integer := coalesce(cardinality(p_ids), 0);
@@ -260,24 +305,27 @@ begin
   end if;
 
   select case
-           when e.id is null or btrim(e.id) = '' or octet_length(e.id) > 512
-             then format('entry %s: id must be a non-empty string of at most 512 bytes', e.ord)
-           when e.text is null or btrim(e.text) = ''
-             then format('entry %s (%s): text must not be empty', e.ord, e.id)
+           when e.id is null or is_blank_v1(e.id) or octet_length(e.id) > 512
+             then format('entry %s: id must be a non-blank string of at most 512 bytes', e.ord)
+           when e.text is null or is_blank_v1(e.text)
+             then format('entry %s (%s): text must not be blank', e.ord, e.id)
            when e.metadata is not null and jsonb_typeof(e.metadata) <> 'object'
              then format('entry %s (%s): metadata must be a JSON object', e.ord, e.id)
            when e.importance in ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8)
              then format('entry %s (%s): importance must be finite', e.ord, e.id)
+           when e.sequence not between 0 and 9007199254740991
+             then format('entry %s (%s): sequence must be between 0 and 2^53 - 1', e.ord, e.id)
            when e.embedding is null
              then format('entry %s (%s): embedding is missing', e.ord, e.id)
          end
   into v_problem
-  from unnest(p_ids, p_texts, p_metadata, p_importance, p_embeddings)
-         with ordinality as e(id, text, metadata, importance, embedding, ord)
-  where e.id is null or btrim(e.id) = '' or octet_length(e.id) > 512
-     or e.text is null or btrim(e.text) = ''
+  from unnest(p_ids, p_texts, p_metadata, p_importance, p_embeddings, p_sequences)
+         with ordinality as e(id, text, metadata, importance, embedding, sequence, ord)
+  where e.id is null or is_blank_v1(e.id) or octet_length(e.id) > 512
+     or e.text is null or is_blank_v1(e.text)
      or (e.metadata is not null and jsonb_typeof(e.metadata) <> 'object')
      or e.importance in ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8)
+     or e.sequence not between 0 and 9007199254740991
      or e.embedding is null
   order by e.ord
   limit 1;
@@ -287,22 +335,22 @@ begin
   if (select count(distinct id) from unnest(p_ids) as id) <> v_count then
     raise exception 'remember_v1: an entry id appears twice in the batch' using errcode = 'PM002';
   end if;
-  if (select max(octet_length(t) + coalesce(octet_length(m::text), 0))
-      from unnest(p_texts, p_metadata) as x(t, m)) > 8388608 then
-    raise exception 'an entry is over the 8 MiB hard cap on text plus metadata' using errcode = 'PM006';
+  if (select max(octet_length(t) + coalesce(pg_column_size(m), 0))
+      from unnest(p_texts, p_metadata) as x(t, m)) > 67108864 then
+    raise exception 'an entry is over the 64 MiB hard cap of the SQL function on text plus metadata'
+      using errcode = 'PM006';
   end if;
-  if exists (select 1 from unnest(p_embeddings) as v where vector_norm(v) = 0) then
-    raise exception 'an embedding is the zero vector' using errcode = 'PM003';
-  end if;
+  perform assert_embedding_v1(v, 'an embedding') from unnest(p_embeddings) as v;
   if (select count(distinct vector_dims(v)) from unnest(p_embeddings) as v) > 1 then
     raise exception 'the embeddings in one batch differ in dimensions' using errcode = 'PM004';
   end if;
-  v_dimensions := vector_dims(p_embeddings[1]);
-  perform {{schema}}.assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, v_dimensions);
 
-  -- Serialise writers of one thread so automatic sequences never interleave.
+  -- Serialise writers of one thread: automatic sequences never interleave, and
+  -- an unpinned thread's first width is fixed before a second writer checks it.
   perform pg_advisory_xact_lock(
     hashtextextended(p_tenant_id || chr(31) || p_resource_id || chr(31) || p_thread_id, 0));
+  v_dimensions := vector_dims(p_embeddings[1]);
+  perform assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, v_dimensions);
   select coalesce(max(e.sequence), 0) into v_max_sequence
   from {{entries}} e
   where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id;
@@ -343,6 +391,7 @@ returns table (kind text, rank integer, id text, text text, metadata jsonb, sequ
                lexical double precision, score double precision,
                created_at timestamptz, updated_at timestamptz)
 language plpgsql stable
+set search_path from current
 as $$
 declare
   v_terms text[] := {{schema}}.lexical_terms_v1(coalesce(p_query_text, ''));
@@ -358,9 +407,11 @@ begin
     raise exception 'message_range must be between 0 and 4, got %', p_message_range
       using errcode = 'PM005';
   end if;
-  if p_query_embedding is null or vector_norm(p_query_embedding) = 0 then
-    raise exception 'the query embedding is missing or the zero vector' using errcode = 'PM003';
+  if octet_length(p_query_text) > 65536 then
+    raise exception 'the query text is % bytes, over the 64 KiB hard cap', octet_length(p_query_text)
+      using errcode = 'PM006';
   end if;
+  perform assert_embedding_v1(p_query_embedding, 'the query embedding');
   perform {{schema}}.assert_dimensions_v1(
     p_tenant_id, p_resource_id, p_thread_id, vector_dims(p_query_embedding));
 
@@ -409,3 +460,5 @@ begin
     order by p.kind desc, p.rank;
 end;
 $$;
+
+reset search_path;
