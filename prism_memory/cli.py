@@ -288,6 +288,18 @@ async def cmd_working(args: argparse.Namespace, out: Console, status: Console) -
     print_record(out, record, rendered)
 
 
+async def cmd_server(args: argparse.Namespace, out: Console, status: Console) -> None:
+    """``server url`` / ``server stop``: the embedded server's URL (starting it), or stop it."""
+    from .embedded import default_data_dir, embedded_dsn, stop_embedded_server
+
+    if args.action == "url":
+        out.print(await asyncio.to_thread(embedded_dsn), markup=False)
+    elif await asyncio.to_thread(stop_embedded_server):
+        out.print(f"stopped the embedded PostgreSQL in {default_data_dir()} (its data is kept)", markup=False)
+    else:
+        out.print(f"no embedded PostgreSQL in {default_data_dir()}", markup=False)
+
+
 async def cmd_demo(args: argparse.Namespace, out: Console, status: Console) -> None:
     """Import a conversation file, set a schema-checked profile, ask its questions, show the evidence hits."""
     if args.questions < 1:
@@ -405,6 +417,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--expected-version", type=int, default=None, metavar="N",
                      help="fail unless the stored version is N (0: no record yet)")
     sub.add_argument("--template", default=None, metavar="T", help="also render the record through this {{path}} template")
+
+    server = commands.add_parser("server", help="the embedded PostgreSQL", description="the embedded PostgreSQL")
+    actions = server.add_subparsers(dest="action", required=True, metavar="ACTION")
+    command("url", cmd_server, "print the embedded server's database URL (starts it if needed), e.g. for psql", into=actions)
+    command("stop", cmd_server, "stop the embedded server (its data is kept)", into=actions)
 
     sub = command("demo", cmd_demo, "import a conversation, set a profile, ask its questions")
     sub.add_argument("--input", default=None, metavar="PATH",

