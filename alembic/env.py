@@ -6,9 +6,8 @@ schema, and an advisory lock serialises concurrent migrators.
 """
 
 from alembic import context
-from sqlalchemy import create_engine, pool, text
-
 from prism_memory.schema import SchemaConfig, quote_identifier, sqlalchemy_url
+from sqlalchemy import create_engine, pool, text
 
 config = context.config
 schema_config: SchemaConfig = config.attributes["schema_config"]

@@ -24,11 +24,11 @@ import time
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
+from prism_memory import Scope, create_hash_embedder, create_postgres_memory_stores
+from prism_memory.types import EntryRecord
 from psycopg import sql
 
 from _common import emit, local_postgres, log, scratch_schema
-from prism_memory import Scope, create_hash_embedder, create_postgres_memory_stores
-from prism_memory.types import EntryRecord
 
 BATCH = 128
 TABLE = "semantic_memory"

@@ -25,9 +25,10 @@ import re
 import time
 from collections import defaultdict
 
-from _common import REPO_ROOT, emit, local_postgres, log, scratch_schema
 from prism_memory import create_hash_embedder, create_memory, create_memory_vector_store, create_postgres_memory_stores
 from prism_memory.locomo import Conversation, load_locomo
+
+from _common import REPO_ROOT, emit, local_postgres, log, scratch_schema
 
 KS = (1, 5, 10, 25)
 TOP_K = 25

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .embedding import Embedder, embed_batched
-from .errors import ConfigurationError, InvalidQueryError, InvalidScopeError, LimitExceededError, PayloadTooLargeError
 from .emulator import create_memory_vector_store, create_memory_working_store
+from .errors import ConfigurationError, InvalidQueryError, InvalidScopeError, LimitExceededError, PayloadTooLargeError
 from .stores import VectorStore, WorkingStore
 from .types import (
     HARD_CAPS,

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import os
 import tempfile
-from pathlib import Path
 from collections.abc import AsyncIterator
+from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
 
 import pytest
+from prism_memory.schema import SchemaConfig, migrate
 from pytest_postgresql import factories
 
-from prism_memory.schema import SchemaConfig, migrate
+from parity import Backends
 
 #: LoCoMo (../shared/data/locomo/locomo10.json beside the repository, or $PRISM_LOCOMO_PATH).
 LOCOMO_PATH = Path(
@@ -107,9 +108,7 @@ def server_dsn(postgresql_noproc):
 
 
 @pytest.fixture
-async def backends(pg_dsn) -> AsyncIterator["Backends"]:
-    """Both backends for parity tests: ``backends.memory(**create_memory_kwargs)`` per backend."""
-    from parity import Backends
-
+async def backends(pg_dsn) -> AsyncIterator[Backends]:
+    """Both backends side by side for parity tests (``tests/parity.py``)."""
     async with Backends(pg_dsn, TEST_CONFIG) as pair:
         yield pair

@@ -3,8 +3,6 @@
 import math
 
 import pytest
-
-from parity import Raised
 from prism_memory import (
     DimensionMismatchError,
     EmbeddingFailedError,
@@ -18,6 +16,8 @@ from prism_memory import (
     WorkingMemoryValidationError,
     create_hash_embedder,
 )
+
+from parity import Raised
 
 
 class FixedEmbedder:
@@ -172,7 +172,6 @@ async def test_background_failure_writes_nothing_and_flush_raises(backends):
 async def test_sql_functions_enforce_the_same_rules_for_direct_callers(pg_dsn):
     """A psql caller gets the same checks: scope, caps and embeddings are validated inside SQL."""
     import psycopg
-
     from prism_memory.errors import SQLSTATE_ERRORS
 
     calls = {

@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import psycopg
 import pytest
-
 from prism_memory.cli import main, sample_conversation_path
 from prism_memory.locomo import DataFormatError, load_jsonl_entries, load_locomo
 

@@ -3,7 +3,6 @@
 import asyncio
 
 import psycopg
-
 from prism_memory import (
     DimensionMismatchError,
     WorkingMemoryVersionConflict,

@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
-
 from prism_memory import (
     DimensionMismatchError,
     InvalidEmbeddingError,
@@ -18,7 +17,6 @@ from prism_memory import (
 )
 from prism_memory.cli import sample_conversation_path
 from prism_memory.lexical import lexical_terms
-
 
 TRICKY = [
     "",

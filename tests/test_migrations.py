@@ -6,7 +6,6 @@ import sys
 
 import psycopg
 import pytest
-
 from prism_memory import InvalidIdentifierError, SchemaVersionError, build_memory_ddl, build_vector_search_ddl
 from prism_memory.postgres import create_postgres_memory_stores
 from prism_memory.schema import SchemaConfig, downgrade, migrate

@@ -1,8 +1,8 @@
 """The Postgres adapter survives a pooled connection the server terminated between calls."""
 
 import psycopg
-
 from prism_memory import create_hash_embedder, create_memory, create_postgres_memory_stores
+
 from conftest import TEST_DIMENSIONS
 
 

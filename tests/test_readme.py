@@ -4,7 +4,6 @@ import re
 from pathlib import Path
 
 import psycopg
-
 from prism_memory.schema import SchemaConfig, migrate
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()

@@ -1,17 +1,17 @@
 """Working memory on both backends: versions, conflicts, schema and hook checks, templates."""
 
 import pytest
-
-from parity import Raised
 from prism_memory import (
     ConfigurationError,
+    MemoryLimits,
     PayloadTooLargeError,
     WorkingMemoryValidationError,
     WorkingMemoryVersionConflict,
     create_hash_embedder,
     create_memory,
-    MemoryLimits,
 )
+
+from parity import Raised
 
 PROFILE_SCHEMA = {
     "type": "object",

@@ -5,7 +5,6 @@ Revises:
 """
 
 from alembic import op
-
 from prism_memory.schema import render_revision
 
 revision = "0001"

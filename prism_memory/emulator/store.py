@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..embedding import assert_finite_vector
 from ..errors import (
     DimensionMismatchError,
     LimitExceededError,
@@ -33,11 +34,10 @@ from ..errors import (
     WorkingMemoryValidationError,
     WorkingMemoryVersionConflict,
 )
-from ..embedding import assert_finite_vector
 from ..lexical import lexical_terms
+from ..scoring import LEXICAL_WEIGHT
 from ..types import HARD_CAPS, AdjacentEntry, EntryRecord, RecallHit, RecallResult, Scope, WorkingMemoryRecord, check_int_option
 from ..validation import STORE_WORKING_MEMORY_BYTES, check_records, check_scope, json_document
-from ..scoring import LEXICAL_WEIGHT
 
 
 def _now() -> datetime:

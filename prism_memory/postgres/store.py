@@ -21,7 +21,6 @@ from ..types import AdjacentEntry, EntryRecord, RecallHit, RecallResult, Scope, 
 from .errors import translate, wrap_exceptions
 from .queries import Queries, build_queries, install_info_query
 
-
 #: SQLSTATEs of a session the server ended (admin/crash/cannot-connect-now): the statement never ran.
 _SESSION_TERMINATED = frozenset({"57P01", "57P02", "57P03"})
 
