@@ -12,6 +12,12 @@ from .errors import (
     ConfigurationError,
     DimensionMismatchError,
     EmbeddingFailedError,
+    EntryNotFoundError,
+    IdentityMismatchError,
+    InvalidCursorError,
+    LifecycleOrderError,
+    LineageLimitError,
+    OperationTimeoutError,
     InvalidEmbeddingError,
     InvalidEntryError,
     InvalidIdentifierError,
@@ -26,14 +32,23 @@ from .errors import (
     WorkingMemoryValidationError,
     WorkingMemoryVersionConflict,
 )
+from .invariants import InvariantResult, revoked_ids_absent
 from .memory import Memory, create_memory
+from .redaction import REDACTED
 from .postgres import PostgresMemoryStores, PostgresVectorStore, PostgresWorkingStore, create_postgres_memory_stores
 from .schema import build_memory_ddl, build_vector_search_ddl
 from .stores import VectorStore, WorkingStore
 from .types import (
     AdjacentEntry,
+    ConsentChange,
+    ExportPage,
+    MemoryConsent,
     MemoryEntry,
     MemoryLimits,
+    MemoryLineage,
+    MemoryRecord,
+    RebuildResult,
+    RetentionResult,
     RecallHit,
     RecallResult,
     RememberResult,
@@ -45,6 +60,22 @@ from .working import render_template
 __version__ = "0.1.0"
 
 __all__ = [
+    "REDACTED",
+    "ConsentChange",
+    "EntryNotFoundError",
+    "ExportPage",
+    "IdentityMismatchError",
+    "InvalidCursorError",
+    "InvariantResult",
+    "LifecycleOrderError",
+    "LineageLimitError",
+    "MemoryConsent",
+    "MemoryLineage",
+    "MemoryRecord",
+    "OperationTimeoutError",
+    "RebuildResult",
+    "RetentionResult",
+    "revoked_ids_absent",
     "AdjacentEntry",
     "ConfigurationError",
     "DimensionMismatchError",

@@ -59,6 +59,30 @@ class EmbeddingFailedError(PrismMemoryError):
     """The host's embedder raised; the original exception is ``__cause__``. Nothing was written."""
 
 
+class EntryNotFoundError(PrismMemoryError, LookupError):
+    """``set_consent``/``correct`` named an entry id that this thread does not hold."""
+
+
+class LineageLimitError(LimitExceededError):
+    """The invalidation walk passed a seed cap (depth 8, 256 edges); nothing changed."""
+
+
+class LifecycleOrderError(PrismMemoryError):
+    """A body delete was attempted before its tombstone landed (``invalidate_v1`` must come first)."""
+
+
+class IdentityMismatchError(PrismMemoryError, PermissionError):
+    """``export_memory(identity=...)`` is not exactly this memory's tenant/resource/thread."""
+
+
+class InvalidCursorError(ValidationError):
+    """A pagination cursor was not produced by this package."""
+
+
+class OperationTimeoutError(PrismMemoryError, TimeoutError):
+    """A bounded operation (export, rebuild) ran past its ``max_ms``; nothing was written by it."""
+
+
 class ConfigurationError(PrismMemoryError):
     """The memory or store was configured inconsistently (e.g. an invalid JSON Schema)."""
 
@@ -85,4 +109,7 @@ SQLSTATE_ERRORS: dict[str, type[PrismMemoryError]] = {
     "PM006": PayloadTooLargeError,
     "PM007": WorkingMemoryValidationError,
     "PM009": WorkingMemoryVersionConflict,
+    "PM010": LineageLimitError,
+    "PM011": EntryNotFoundError,
+    "PM012": LifecycleOrderError,
 }

@@ -3,30 +3,121 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import dataclasses
+import inspect
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from .embedding import Embedder, embed_batched
 from .emulator import create_memory_vector_store, create_memory_working_store
-from .errors import ConfigurationError, InvalidQueryError, InvalidScopeError, LimitExceededError, PayloadTooLargeError
+from .errors import (
+    ConfigurationError,
+    IdentityMismatchError,
+    InvalidCursorError,
+    InvalidEntryError,
+    InvalidQueryError,
+    InvalidScopeError,
+    LimitExceededError,
+    OperationTimeoutError,
+    PayloadTooLargeError,
+)
+from .redaction import Redaction, Redactor
 from .stores import VectorStore, WorkingStore
 from .types import (
     HARD_CAPS,
+    ConsentChange,
     EntryRecord,
+    ExportPage,
     MemoryEntry,
     MemoryLimits,
+    MemoryRecord,
+    RebuildResult,
     RecallResult,
     RememberResult,
+    RetentionResult,
     Scope,
     WorkingMemoryRecord,
     check_int_option,
 )
-from .validation import check_entry, check_scope, check_unique_ids, to_entry
+from .validation import (
+    check_aware,
+    check_consent_change,
+    check_entry,
+    check_scope,
+    check_unique_ids,
+    to_entry,
+)
 from .working import WorkingMemoryHook, WorkingMemoryValidator, render_template
 
 logger = logging.getLogger("prism_memory")
+
+#: Host hook called with the invalidated entry ids after their tombstones land
+#: and before any body is deleted (seed: ``onInvalidate``). May be async.
+InvalidationHook = Callable[[list[str]], "None | Awaitable[None]"]
+
+#: Seed caps: forget and retention delete at most this many bodies per call.
+DELETE_BATCH = 64
+#: Export page: default and hard cap of entries, bytes and milliseconds (seed).
+EXPORT_LIMITS = {"limit": (100, 200), "max_bytes": (4 * 1024 * 1024, 32 * 1024 * 1024), "max_ms": (10_000, 60_000)}
+#: Rebuild page: default and hard cap of entries and milliseconds (seed).
+REBUILD_LIMITS = {"batch_size": (32, 128), "max_ms": (10_000, 60_000)}
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def encode_cursor(sequence: int, entry_id: str) -> str:
+    """The stable cursor after the entry at (``sequence``, ``entry_id``): ``c1.`` + base64url JSON."""
+    payload = json.dumps([sequence, entry_id], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return "c1." + base64.urlsafe_b64encode(payload).decode("ascii")
+
+
+def decode_cursor(cursor: str | None) -> tuple[int, str] | None:
+    """The (sequence, id) a cursor points after; ``None`` for the start. Raises :class:`InvalidCursorError`."""
+    if cursor is None:
+        return None
+    try:
+        if not isinstance(cursor, str) or not cursor.startswith("c1."):
+            raise ValueError("unknown cursor version")
+        sequence, entry_id = json.loads(base64.urlsafe_b64decode(cursor[3:].encode("ascii")))
+        if isinstance(sequence, bool) or not isinstance(sequence, int) or not isinstance(entry_id, str):
+            raise ValueError("malformed cursor")
+    except (ValueError, TypeError, binascii.Error, UnicodeError) as exc:
+        raise InvalidCursorError(f"not a prism-memory cursor: {cursor!r}") from exc
+    return sequence, entry_id
+
+
+def export_json(record: MemoryRecord) -> dict[str, Any]:
+    """An exported record as JSON (timestamps in UTC ISO 8601); its UTF-8 size counts toward ``max_bytes``."""
+
+    def instant(value: datetime | None) -> str | None:
+        return None if value is None else value.astimezone(timezone.utc).isoformat()
+
+    consent = record.consent
+    return {
+        "id": record.id,
+        "text": record.text,
+        "metadata": record.metadata,
+        "sequence": record.sequence,
+        "importance": record.importance,
+        "consent": None
+        if consent is None
+        else {
+            "source": consent.source,
+            "scope": consent.scope,
+            "visible": consent.visible,
+            "grantedAt": instant(consent.granted_at),
+            "revokedAt": instant(consent.revoked_at),
+        },
+        "createdAt": instant(record.created_at),
+        "updatedAt": instant(record.updated_at),
+    }
 
 
 class Memory:
@@ -34,7 +125,9 @@ class Memory:
 
     Build it with :func:`create_memory`. Every method is a coroutine. Writes
     validate all input first and raise a :class:`ValidationError` subclass
-    before anything is embedded or written.
+    before anything is embedded or written. Consent, lineage invalidation,
+    legal holds and retention are enforced by the store (the SQL functions on
+    Postgres); this class orders the calls and runs the host hooks.
     """
 
     def __init__(
@@ -46,35 +139,48 @@ class Memory:
         validator: WorkingMemoryValidator,
         working_memory_template: str | None,
         limits: MemoryLimits,
+        redaction: Redaction,
+        require_consent: bool,
+        on_invalidate: InvalidationHook | None,
+        clock: Callable[[], datetime],
     ) -> None:
         self.scope = scope
         self.embedder = embedder
         self.vector_store = vector_store
         self.working_store = working_store
         self.limits = limits
+        self.require_consent = require_consent
         self._validator = validator
         self._template = working_memory_template
+        self._redaction = redaction
+        self._on_invalidate = on_invalidate
+        self._clock = clock
         self._pending: set[asyncio.Task[int]] = set()
         self._pending_entries = 0
         self._failures: list[BaseException] = []
         self._write_lock = asyncio.Lock()
 
+    def _now(self) -> datetime:
+        return check_aware(self._clock(), "the clock's time", ConfigurationError)
+
     # -- working memory -------------------------------------------------
 
     async def get_working(self) -> WorkingMemoryRecord | None:
         """The scope's working-memory record (thread-scoped when the memory has a thread), or ``None``."""
-        return await self.working_store.get_working(self.scope)
+        record = await self.working_store.get_working(self.scope)
+        return None if record is None else dataclasses.replace(record, data=self._redaction.value(record.data))
 
     async def update_working(self, data: dict[str, Any], expected_version: int | None = None) -> WorkingMemoryRecord:
         """Replace the working-memory document; returns the record with ``version`` + 1.
 
-        ``data`` must be a JSON object that passes the schema and hook given to
-        :func:`create_memory` and fits ``limits.working_memory_bytes``
-        (:class:`WorkingMemoryValidationError` / :class:`PayloadTooLargeError`).
-        With ``expected_version`` (0 for "no record yet"), a different stored
-        version raises :class:`WorkingMemoryVersionConflict` and nothing changes.
+        ``data`` is redacted, then must be a JSON object that passes the schema
+        and hook given to :func:`create_memory` and fits
+        ``limits.working_memory_bytes`` (:class:`WorkingMemoryValidationError` /
+        :class:`PayloadTooLargeError`). With ``expected_version`` (0 for "no
+        record yet"), a different stored version raises
+        :class:`WorkingMemoryVersionConflict` and nothing changes.
         """
-        checked = self._validator.check(data)
+        checked = self._validator.check(self._redaction.value(data) if isinstance(data, dict) else data)
         if expected_version is not None:
             check_int_option("expected_version", expected_version, 0, 2**63 - 1)
         return await self.working_store.update_working(self.scope, checked, expected_version)
@@ -95,23 +201,34 @@ class Memory:
             raise InvalidScopeError("this memory has no thread_id; semantic operations need one")
         return self.scope
 
+    def _redact_entry(self, entry: MemoryEntry) -> MemoryEntry:
+        if not self._redaction.active:
+            return entry
+        return dataclasses.replace(entry, text=self._redaction.value(entry.text), metadata=self._redaction.value(entry.metadata))
+
+    def _redact_record(self, record: Any) -> Any:
+        if not self._redaction.active:
+            return record
+        return dataclasses.replace(record, text=self._redaction.text(record.text), metadata=self._redaction.value(record.metadata))
+
     async def remember(
         self, entries: Iterable[MemoryEntry | Mapping[str, Any]], wait: bool = False
     ) -> RememberResult:
-        """Embed and store ``entries`` in this thread.
+        """Redact, embed and store ``entries`` in this thread.
 
-        Every entry is checked first (:class:`InvalidEntryError`,
-        :class:`PayloadTooLargeError`, :class:`LimitExceededError` for more than
-        ``limits.remember_entries``); nothing is written if one fails. With
-        ``wait=False`` (the default, as in the seed) indexing runs in the
+        Every entry is redacted, then checked (:class:`InvalidEntryError`,
+        :class:`PayloadTooLargeError`, :class:`LimitExceededError` for more
+        than ``limits.remember_entries``); nothing is written if one fails.
+        With ``wait=False`` (the default, as in the seed) indexing runs in the
         background: the result has ``pending`` > 0 and ``done=False``; await
         :meth:`flush` to finish it and re-raise a failure. With ``wait=True``
         embedding errors (:class:`InvalidEmbeddingError`,
-        :class:`DimensionMismatchError`) raise here. A batch is written all or
-        nothing.
+        :class:`DimensionMismatchError`, :class:`EmbeddingFailedError`) raise
+        here. A batch is written all or nothing. An entry whose lineage source
+        is already invalidated is stored invalidated.
         """
         scope = self._thread_scope()
-        items = [to_entry(entry, position) for position, entry in enumerate(entries, start=1)]
+        items = [self._redact_entry(to_entry(entry, position)) for position, entry in enumerate(entries, start=1)]
         if len(items) > self.limits.remember_entries:
             raise LimitExceededError(f"{len(items)} entries exceed limits.remember_entries={self.limits.remember_entries}")
         metadata = [check_entry(item, position, self.limits.entry_bytes) for position, item in enumerate(items, start=1)]
@@ -131,7 +248,7 @@ class Memory:
             self._pending_entries -= len(items)
             if not done.cancelled() and done.exception() is not None:
                 self._failures.append(done.exception())
-                logger.error("background remember of %d entries failed: %r", len(items), done.exception())
+                logger.error("background remember of %d entries failed: %s", len(items), type(done.exception()).__name__)
 
         task.add_done_callback(finished)
         return RememberResult(len(items), self._pending_entries, False)
@@ -140,10 +257,10 @@ class Memory:
         async with self._write_lock:  # keeps automatic sequences in call order
             vectors = await embed_batched(self.embedder, [item.text for item in items], self.limits.embed_batch)
             records = [
-                EntryRecord(item.id, item.text, vector, meta, item.sequence, item.importance)
+                EntryRecord(item.id, item.text, vector, meta, item.sequence, item.importance, item.consent)
                 for item, vector, meta in zip(items, vectors, metadata)
             ]
-            return await self.vector_store.remember(scope, records)
+            return await self.vector_store.remember(scope, records, now=self._now())
 
     async def flush(self) -> None:
         """Wait for background ``remember`` calls; re-raise the first failure since the last flush."""
@@ -153,16 +270,25 @@ class Memory:
             failures, self._failures = self._failures, []
             raise failures[0]
 
-    async def recall(self, query: str, top_k: int | None = None, message_range: int | None = None) -> RecallResult:
-        """Top-``top_k`` entries of this thread for ``query``, plus adjacent entries.
+    async def recall(
+        self,
+        query: str,
+        top_k: int | None = None,
+        message_range: int | None = None,
+        require_consent: bool | None = None,
+    ) -> RecallResult:
+        """Top-``top_k`` injectable entries of this thread for ``query``, plus adjacent entries.
 
-        ``top_k`` defaults to ``limits.top_k`` (1..32) and ``message_range`` to
-        ``limits.message_range`` (0..4): entries within that many sequences of
-        a hit come back in ``adjacent``. Waits for this memory's pending
+        The single consent gate (seed: "Consent is enforced at the single
+        recall() gate"): invisible, revoked, invalidated and held entries never
+        come back, and with ``require_consent`` (default: the memory's) neither
+        do legacy entries without explicit consent. ``top_k`` defaults to
+        ``limits.top_k`` (1..32) and ``message_range`` to
+        ``limits.message_range`` (0..4). Waits for this memory's pending
         writes first. Raises :class:`InvalidQueryError` for a blank query or
         one with a NUL or lone surrogate, :class:`PayloadTooLargeError` for one
-        over ``limits.query_bytes``, and :class:`LimitExceededError` for an option out of range.
-        Score and ordering: README, "Recall score".
+        over ``limits.query_bytes``, and :class:`LimitExceededError` for an
+        option out of range. Score and ordering: README, "Recall score".
         """
         scope = self._thread_scope()
         top_k = check_int_option("top_k", self.limits.top_k if top_k is None else top_k, 1, HARD_CAPS["top_k"])
@@ -172,6 +298,9 @@ class Memory:
             0,
             HARD_CAPS["message_range"],
         )
+        require_consent = self.require_consent if require_consent is None else require_consent
+        if not isinstance(require_consent, bool):
+            raise LimitExceededError(f"require_consent must be a bool, got {require_consent!r}")
         if not isinstance(query, str) or not query.strip():
             raise InvalidQueryError("the recall query must be a non-blank string")
         try:
@@ -182,16 +311,223 @@ class Memory:
             raise InvalidQueryError("the recall query contains a NUL character")
         if size > self.limits.query_bytes:
             raise PayloadTooLargeError(f"the recall query is {size} bytes, over limits.query_bytes={self.limits.query_bytes}")
+        query = self._redaction.text(query) if self._redaction.active else query
         await self.flush()
         [vector] = await embed_batched(self.embedder, [query], 1)
-        return await self.vector_store.recall(scope, vector, query, top_k, message_range)
+        result = await self.vector_store.recall(scope, vector, query, top_k, message_range, require_consent)
+        if not self._redaction.active:
+            return result
+        return RecallResult(
+            [self._redact_record(hit) for hit in result.hits], [self._redact_record(entry) for entry in result.adjacent]
+        )
+
+    # -- consent and lifecycle ------------------------------------------
+
+    async def _invalidated(self, ids: list[str]) -> None:
+        """Run ``on_invalidate`` (after the tombstones landed, before any body is deleted)."""
+        if ids and self._on_invalidate is not None:
+            outcome = self._on_invalidate(list(ids))
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    @staticmethod
+    def _entry_id(entry_id: object) -> str:
+        if not isinstance(entry_id, str) or not entry_id.strip():
+            raise InvalidEntryError(f"entry id must be a non-blank string, got {entry_id!r}")
+        return entry_id
+
+    async def set_consent(
+        self,
+        entry_id: str,
+        *,
+        visible: bool | None = None,
+        source: str | None = None,
+        scope: str | None = None,
+        granted_at: datetime | None = None,
+        revoked_at: datetime | None = None,
+    ) -> MemoryRecord:
+        """Grant or revoke consent on one entry without re-embedding (seed: ``setConsent``).
+
+        ``None`` leaves a field unchanged. ``visible=False`` (or a
+        ``revoked_at``) revokes: the entry and its lineage dependents are
+        invalidated before the consent changes, then ``on_invalidate`` runs.
+        ``visible=True`` grants again (dependents stay invalidated). Returns the
+        updated record. Raises :class:`EntryNotFoundError` for an unknown id,
+        :class:`InvalidEntryError` for bad values or naive datetimes, and
+        :class:`LineageLimitError` over the walk caps (nothing changes).
+        """
+        thread = self._thread_scope()
+        change = check_consent_change(ConsentChange(visible, source, scope, granted_at, revoked_at))
+        record, invalidated = await self.vector_store.set_consent(thread, self._entry_id(entry_id), change, now=self._now())
+        await self._invalidated(invalidated)
+        return self._redact_record(record)
+
+    async def correct(self, entry_id: str, text: str) -> MemoryRecord:
+        """Replace an entry's text (redacted, re-embedded), keeping its consent (seed: ``correct``).
+
+        The entry's lineage is marked ``corrected`` and its dependents are
+        invalidated (the entry itself stays), then ``on_invalidate`` runs.
+        Raises :class:`EntryNotFoundError`, :class:`InvalidEntryError` for a
+        blank text, :class:`PayloadTooLargeError` over ``limits.entry_bytes``.
+        """
+        thread = self._thread_scope()
+        entry_id = self._entry_id(entry_id)
+        [item] = [self._redact_entry(MemoryEntry(entry_id, text))]
+        check_entry(item, 1, self.limits.entry_bytes)
+        [vector] = await embed_batched(self.embedder, [item.text], 1)
+        record, invalidated = await self.vector_store.correct(thread, entry_id, item.text, vector, now=self._now())
+        await self._invalidated(invalidated)
+        return self._redact_record(record)
+
+    async def forget(self, ids: Sequence[str], hold: bool = False) -> int:
+        """Really delete entries, or put them under legal hold (seed: ``forget``).
+
+        ``ids``: 1 to 64 entry ids (the seed's delete batch). First the
+        entries and their lineage dependents are tombstoned, then
+        ``on_invalidate`` runs, then the bodies are deleted; returns how many
+        were deleted. With ``hold=True`` nothing is deleted (returns 0): the
+        entries are kept under legal hold, excluded from recall and export, and
+        skipped by retention. Entries already under hold are never deleted. A
+        revoked entry is not held: it is deleted. Raises
+        :class:`LimitExceededError` for more than 64 ids and
+        :class:`LineageLimitError` over the walk caps.
+        """
+        thread = self._thread_scope()
+        if isinstance(ids, str) or not isinstance(ids, Sequence):
+            raise InvalidEntryError("forget needs a list of entry ids")
+        unique = list(dict.fromkeys(self._entry_id(entry_id) for entry_id in ids))
+        if not 1 <= len(unique) <= DELETE_BATCH:
+            raise LimitExceededError(f"forget takes 1 to {DELETE_BATCH} ids per call, got {len(unique)}")
+        if not isinstance(hold, bool):
+            raise LimitExceededError(f"hold must be a bool, got {hold!r}")
+        invalidated = await self.vector_store.invalidate(thread, unique, "held" if hold else "deleted", now=self._now())
+        await self._invalidated(invalidated)
+        return 0 if hold else await self.vector_store.purge(thread, unique)
+
+    async def apply_retention(
+        self, max_age_days: float | None = None, max_entries: int | None = None, batch_size: int = DELETE_BATCH
+    ) -> RetentionResult:
+        """One bounded real-delete sweep of this thread (seed: ``applyRetention``).
+
+        Deletes entries created more than ``max_age_days`` (24-hour days) ago,
+        or beyond the newest ``max_entries`` by sequence, oldest first, at most
+        ``batch_size`` (1..64) per call, skipping entries under legal hold.
+        Tombstones and ``on_invalidate`` come before the deletes, as in
+        :meth:`forget`. Returns ``RetentionResult(deleted, scanned)``; call
+        again while ``deleted`` > 0.
+        """
+        thread = self._thread_scope()
+        check_int_option("batch_size", batch_size, 1, DELETE_BATCH)
+        if max_entries is not None:
+            check_int_option("max_entries", max_entries, 0, 2**31 - 1)
+        if max_age_days is not None and (
+            isinstance(max_age_days, bool) or not isinstance(max_age_days, (int, float)) or not 0 <= max_age_days < 1e6
+        ):
+            raise LimitExceededError(f"max_age_days must be a number from 0 to 1e6, got {max_age_days!r}")
+        if max_age_days is None and max_entries is None:
+            raise LimitExceededError("apply_retention needs max_age_days or max_entries")
+        now = self._now()
+        candidates = await self.vector_store.retention_candidates(
+            thread, None if max_age_days is None else float(max_age_days), max_entries, batch_size, now=now
+        )
+        doomed = [entry_id for entry_id, held in candidates if not held]
+        if not doomed:
+            return RetentionResult(0, len(candidates))
+        invalidated = await self.vector_store.invalidate(thread, doomed, "expired", now=now)
+        await self._invalidated(invalidated)
+        return RetentionResult(await self.vector_store.purge(thread, doomed), len(candidates))
+
+    async def export_memory(
+        self,
+        identity: Scope | Mapping[str, str],
+        cursor: str | None = None,
+        limit: int = EXPORT_LIMITS["limit"][0],
+        max_bytes: int = EXPORT_LIMITS["max_bytes"][0],
+        max_ms: int = EXPORT_LIMITS["max_ms"][0],
+    ) -> ExportPage:
+        """One page of this thread's exportable records (seed: ``exportMemory``).
+
+        ``identity`` (a :class:`Scope` or a mapping of ``tenant_id``,
+        ``resource_id``, ``thread_id``) must equal this memory's scope exactly,
+        else :class:`IdentityMismatchError`. A page holds explicitly consented,
+        visible, unrevoked, unheld, not invalidated entries, redacted, in
+        (sequence, id) order: at most ``limit`` (default 100, cap 200) and
+        ``max_bytes`` of JSON (default 4 MiB, cap 32 MiB; the first record
+        always fits), read within ``max_ms`` (default 10 s, cap 60 s, else
+        :class:`OperationTimeoutError`). Pass ``next_cursor`` back for the
+        next page; it is ``None`` after the last.
+        """
+        thread = self._thread_scope()
+        self._check_identity(identity)
+        check_int_option("limit", limit, 1, EXPORT_LIMITS["limit"][1])
+        check_int_option("max_bytes", max_bytes, 1, EXPORT_LIMITS["max_bytes"][1])
+        check_int_option("max_ms", max_ms, 1, EXPORT_LIMITS["max_ms"][1])
+        after = decode_cursor(cursor)
+        await self.flush()
+        try:
+            async with asyncio.timeout(max_ms / 1000):
+                records = await self.vector_store.list_by_thread(thread, after, limit, exportable=True)
+        except TimeoutError as exc:
+            raise OperationTimeoutError(f"export page took longer than {max_ms} ms") from exc
+        page: list[MemoryRecord] = []
+        total = 0
+        for record in (self._redact_record(record) for record in records):
+            size = len(json.dumps(export_json(record), ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+            if page and total + size > max_bytes:
+                break
+            page.append(record)
+            total += size
+        more = len(page) < len(records) or len(records) == limit
+        next_cursor = encode_cursor(page[-1].sequence, page[-1].id) if page and more else None
+        return ExportPage(page, total, next_cursor)
+
+    def _check_identity(self, identity: Scope | Mapping[str, str]) -> None:
+        if isinstance(identity, Mapping):
+            unknown = set(identity) - {"tenant_id", "resource_id", "thread_id"}
+            if unknown:
+                raise IdentityMismatchError(f"identity has unknown fields {sorted(unknown)}")
+            identity = Scope(identity.get("tenant_id"), identity.get("resource_id"), identity.get("thread_id"))
+        if not isinstance(identity, Scope):
+            raise IdentityMismatchError("identity must be a Scope or a mapping of tenant_id, resource_id, thread_id")
+        if identity != self.scope:
+            raise IdentityMismatchError("the export identity is not exactly this memory's tenant, resource and thread")
+
+    async def rebuild_index(
+        self,
+        cursor: str | None = None,
+        batch_size: int = REBUILD_LIMITS["batch_size"][0],
+        max_ms: int = REBUILD_LIMITS["max_ms"][0],
+    ) -> RebuildResult:
+        """Re-embed one page of this thread with the current embedder (seed: ``rebuildIndex``).
+
+        Reads up to ``batch_size`` (default 32, cap 128) entries after
+        ``cursor`` in (sequence, id) order, embeds their stored text and
+        writes the new embeddings in one call, within ``max_ms`` (default 10 s,
+        cap 60 s, else :class:`OperationTimeoutError` and nothing written).
+        Save ``next_cursor`` and call again to resume; ``None`` when done.
+        """
+        thread = self._thread_scope()
+        check_int_option("batch_size", batch_size, 1, REBUILD_LIMITS["batch_size"][1])
+        check_int_option("max_ms", max_ms, 1, REBUILD_LIMITS["max_ms"][1])
+        after = decode_cursor(cursor)
+        await self.flush()
+        try:
+            async with asyncio.timeout(max_ms / 1000):
+                records = await self.vector_store.list_by_thread(thread, after, batch_size)
+                vectors = await embed_batched(self.embedder, [record.text for record in records], self.limits.embed_batch)
+        except TimeoutError as exc:
+            raise OperationTimeoutError(f"rebuild page took longer than {max_ms} ms; nothing was written") from exc
+        rebuilt = await self.vector_store.reembed(thread, [record.id for record in records], vectors) if records else 0
+        last = records[-1] if records else None
+        done = len(records) < batch_size
+        return RebuildResult(rebuilt, None if done or last is None else encode_cursor(last.sequence, last.id))
 
     async def close(self) -> None:
         """Finish pending writes (errors are logged, not raised) and close both stores."""
         try:
             await self.flush()
         except Exception as exc:  # already logged by the task callback
-            logger.debug("pending write failed before close: %r", exc)
+            logger.debug("pending write failed before close: %s", type(exc).__name__)
         await self.vector_store.close()
         if self.working_store is not self.vector_store:
             await self.working_store.close()
@@ -209,20 +545,35 @@ def create_memory(
     validate_working_memory: WorkingMemoryHook | None = None,
     working_memory_template: str | None = None,
     limits: MemoryLimits | None = None,
+    redactor: Redactor | None = None,
+    secrets: Sequence[str] | None = None,
+    require_consent: bool = False,
+    on_invalidate: InvalidationHook | None = None,
+    clock: Callable[[], datetime] | None = None,
 ) -> Memory:
     """Create a :class:`Memory` for one scope (seed: ``createMemory(options)``).
 
     ``tenant_id`` and ``resource_id`` are required; ``thread_id`` is required
-    for ``remember``/``recall`` and optional for working memory (resource-scoped
+    for semantic operations and optional for working memory (resource-scoped
     without it). Each id is a non-blank string of at most 256 bytes
     (:class:`InvalidScopeError`). ``embedder`` must provide ``dimensions`` and
     ``embed``. The stores default to the in-memory emulator. ``schema`` is a
     JSON Schema for working memory, checked here (:class:`ConfigurationError`
-    if invalid). ``limits`` defaults to :class:`MemoryLimits()`.
+    if invalid). ``limits`` defaults to :class:`MemoryLimits()`. ``secrets``
+    (literal strings) and ``redactor`` (``str -> str``) redact text, metadata
+    and working memory before they are persisted or returned.
+    ``require_consent`` makes recall drop legacy entries without explicit
+    consent. ``on_invalidate(ids)`` runs after tombstones land and before any
+    body is deleted. ``clock`` returns the timezone-aware time stamped on
+    writes (default: now, UTC).
     """
     scope = check_scope(Scope(tenant_id, resource_id, thread_id), thread_required=False)
     if embedder is None or not isinstance(getattr(embedder, "dimensions", None), int) or not hasattr(embedder, "embed"):
         raise ConfigurationError("embedder must have an int `dimensions` and an async `embed(texts)` method")
+    if not isinstance(require_consent, bool):
+        raise ConfigurationError("require_consent must be a bool")
+    if on_invalidate is not None and not callable(on_invalidate):
+        raise ConfigurationError("on_invalidate must be callable")
     limits = limits or MemoryLimits()
     validator = WorkingMemoryValidator(schema, validate_working_memory, limits.working_memory_bytes)
     return Memory(
@@ -233,4 +584,8 @@ def create_memory(
         validator,
         working_memory_template,
         limits,
+        Redaction(secrets, redactor),
+        require_consent,
+        on_invalidate,
+        clock or _utc_now,
     )

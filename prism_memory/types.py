@@ -23,6 +23,58 @@ class Scope:
     thread_id: str | None = None
 
 
+CONSENT_SOURCES = ("user", "agent", "system")
+CONSENT_SCOPES = ("thread", "profile", "user")
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryConsent:
+    """Who provided an entry and whether it may be used (seed: ``MemoryConsent``).
+
+    ``source``: ``"user"``, ``"agent"`` or ``"system"``; ``scope``:
+    ``"thread"``, ``"profile"`` or ``"user"``; ``visible=False`` or a
+    ``revoked_at`` keeps the entry out of recall, injection and export.
+    ``granted_at``/``revoked_at`` are timezone-aware datetimes (audit times).
+    An entry written without consent is *legacy*: it behaves as
+    user / thread / visible, but ``require_consent`` and exports drop it.
+    """
+
+    source: str = "user"
+    scope: str = "thread"
+    visible: bool = True
+    granted_at: datetime | None = None
+    revoked_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsentChange:
+    """A ``set_consent`` request: ``None`` leaves a field as it is.
+
+    ``visible=False`` (or a ``revoked_at``) revokes and invalidates the entry's
+    dependents; ``visible=True`` grants again and clears ``revoked_at``.
+    """
+
+    visible: bool | None = None
+    source: str | None = None
+    scope: str | None = None
+    granted_at: datetime | None = None
+    revoked_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLineage:
+    """Where a derived entry comes from: at most 32 ``source_ids`` of entries in the same thread.
+
+    Stored as ``metadata["_lineage"] = {"sourceIds": [...], "reason": ...}``.
+    The entry is excluded while any source is revoked, invisible, held,
+    deleted or corrected (seed: "Multi-source facts stay injectable only if none
+    of their sources are invalidated").
+    """
+
+    source_ids: tuple[str, ...]
+    reason: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryEntry:
     """One entry to :meth:`Memory.remember`.
@@ -40,11 +92,17 @@ class MemoryEntry:
     metadata: dict[str, Any] | None = None
     sequence: int | None = None
     importance: float | None = None
+    consent: MemoryConsent | None = None
+    lineage: MemoryLineage | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class EntryRecord:
-    """An entry ready for a store: validated, with its embedding (``list[float]``)."""
+    """An entry ready for a store: validated and redacted, with its embedding (``list[float]``).
+
+    ``metadata`` already holds ``_lineage`` when the entry has a lineage;
+    ``consent`` ``None`` keeps a stored entry's consent (legacy for a new one).
+    """
 
     id: str
     text: str
@@ -52,6 +110,50 @@ class EntryRecord:
     metadata: dict[str, Any]
     sequence: int | None
     importance: float | None
+    consent: MemoryConsent | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """A stored entry as the lifecycle operations return it (no embedding).
+
+    ``consent`` is ``None`` for a legacy entry; ``legal_hold`` is set by ``forget(hold=True)``.
+    """
+
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    sequence: int
+    importance: float | None
+    consent: MemoryConsent | None
+    legal_hold: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ExportPage:
+    """One export page: ``entries`` in (sequence, id) order, their JSON size in ``bytes``, and the cursor of the next page (``None`` at the end)."""
+
+    entries: list[MemoryRecord]
+    bytes: int
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildResult:
+    """One ``rebuild_index`` page: entries re-embedded, and the cursor to resume from (``None`` when done)."""
+
+    rebuilt: int
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionResult:
+    """One ``apply_retention`` sweep: entries ``deleted`` and ``scanned`` (held entries are scanned, never deleted)."""
+
+    deleted: int
+    scanned: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import InvalidEntryError, InvalidScopeError, PayloadTooLargeError
-from .types import EntryRecord, MemoryEntry, Scope
+from .types import (
+    CONSENT_SCOPES,
+    CONSENT_SOURCES,
+    ConsentChange,
+    EntryRecord,
+    MemoryConsent,
+    MemoryEntry,
+    MemoryLineage,
+    Scope,
+)
 
 MAX_SCOPE_ID_BYTES = 256
 MAX_ENTRY_ID_BYTES = 512
@@ -91,11 +101,16 @@ def json_document(value: object, where: str, error: type[Exception] = InvalidEnt
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-_ENTRY_KEYS = {"id", "text", "metadata", "sequence", "importance"}
+_ENTRY_KEYS = {"id", "text", "metadata", "sequence", "importance", "consent", "lineage"}
+MAX_LINEAGE_SOURCES = 32
 
 
 def to_entry(entry: MemoryEntry | Mapping[str, Any], position: int) -> MemoryEntry:
-    """Accept a :class:`MemoryEntry` or a mapping with its field names; unknown keys raise :class:`InvalidEntryError`."""
+    """Accept a :class:`MemoryEntry` or a mapping with its field names; unknown keys raise :class:`InvalidEntryError`.
+
+    In a mapping, ``consent`` may be a mapping of :class:`MemoryConsent` fields
+    and ``lineage`` a mapping ``{"source_ids": [...], "reason": ...}``.
+    """
     if isinstance(entry, MemoryEntry):
         return entry
     if not isinstance(entry, Mapping):
@@ -105,16 +120,84 @@ def to_entry(entry: MemoryEntry | Mapping[str, Any], position: int) -> MemoryEnt
         raise InvalidEntryError(f"entry {position} has unknown fields: {sorted(unknown)}")
     if "id" not in entry or "text" not in entry:
         raise InvalidEntryError(f"entry {position} needs an id and a text")
-    return MemoryEntry(**entry)
+    fields = dict(entry)
+    try:
+        if isinstance(fields.get("consent"), Mapping):
+            fields["consent"] = MemoryConsent(**fields["consent"])
+        if isinstance(fields.get("lineage"), Mapping):
+            lineage = dict(fields["lineage"])
+            fields["lineage"] = MemoryLineage(tuple(lineage.pop("source_ids", ())), **lineage)
+    except TypeError as exc:
+        raise InvalidEntryError(f"entry {position}: {exc}") from exc
+    return MemoryEntry(**fields)
+
+
+def check_aware(value: object, what: str, error: type[Exception] = InvalidEntryError) -> datetime | None:
+    """Return ``value`` if it is ``None`` or a timezone-aware ``datetime``; naive or other values raise ``error``."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
+        raise error(f"{what} must be a timezone-aware datetime, got {value!r}")
+    return value
+
+
+def check_consent(consent: object, where: str) -> MemoryConsent | None:
+    """Check a :class:`MemoryConsent` (seed values, bool ``visible``, aware datetimes) or raise :class:`InvalidEntryError`."""
+    if consent is None:
+        return None
+    if not isinstance(consent, MemoryConsent):
+        raise InvalidEntryError(f"{where}: consent must be a MemoryConsent, got {type(consent).__name__}")
+    if consent.source not in CONSENT_SOURCES or consent.scope not in CONSENT_SCOPES or not isinstance(consent.visible, bool):
+        raise InvalidEntryError(f"{where}: consent needs a source in {CONSENT_SOURCES}, a scope in {CONSENT_SCOPES} and a bool visible")
+    check_consent_change(ConsentChange(consent.visible, consent.source, consent.scope, consent.granted_at, consent.revoked_at))
+    return consent
+
+
+def check_consent_change(change: ConsentChange) -> ConsentChange:
+    """Check a ``set_consent`` request: seed values or ``None``, bool or ``None`` visibility, aware datetimes."""
+    if change.source is not None and change.source not in CONSENT_SOURCES:
+        raise InvalidEntryError(f"consent source must be one of {CONSENT_SOURCES}, got {change.source!r}")
+    if change.scope is not None and change.scope not in CONSENT_SCOPES:
+        raise InvalidEntryError(f"consent scope must be one of {CONSENT_SCOPES}, got {change.scope!r}")
+    if change.visible is not None and not isinstance(change.visible, bool):
+        raise InvalidEntryError(f"visible must be a bool, got {change.visible!r}")
+    check_aware(change.granted_at, "granted_at")
+    check_aware(change.revoked_at, "revoked_at")
+    return change
+
+
+def lineage_metadata(lineage: MemoryLineage) -> dict[str, Any]:
+    """The ``metadata["_lineage"]`` form of a lineage (the key the GIN index covers)."""
+    stored: dict[str, Any] = {"sourceIds": list(lineage.source_ids)}
+    if lineage.reason is not None:
+        stored["reason"] = lineage.reason
+    return stored
+
+
+def check_lineage(stored: object, where: str) -> None:
+    """Mirror of ``lineage_is_valid_v1``: ``{"sourceIds": [<= 32 non-blank ids of <= 512 bytes], "reason"?: str}``."""
+    if stored is None:
+        return
+    if not isinstance(stored, Mapping) or not isinstance(stored.get("sourceIds"), (list, tuple)):
+        raise InvalidEntryError(f"{where}: lineage needs a list of source ids")
+    sources = stored["sourceIds"]
+    if len(sources) > MAX_LINEAGE_SOURCES:
+        raise InvalidEntryError(f"{where}: lineage has {len(sources)} source ids; at most {MAX_LINEAGE_SOURCES}")
+    for source in sources:
+        if not isinstance(source, str) or not source.strip() or len(_utf8(source, f"{where}: source id", InvalidEntryError)) > MAX_ENTRY_ID_BYTES:
+            raise InvalidEntryError(f"{where}: lineage source ids must be non-blank strings of at most {MAX_ENTRY_ID_BYTES} bytes")
+    if stored.get("reason") is not None and not isinstance(stored["reason"], str):
+        raise InvalidEntryError(f"{where}: lineage reason must be a string")
 
 
 def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, Any]:
     """Check one entry and return its metadata as stored: a ``dict`` read back from its JSON (``{}`` when unset).
 
+    A ``lineage`` is stored as ``metadata["_lineage"]`` (giving both raises).
     Raises :class:`InvalidEntryError` for a bad id, blank text, bad metadata
-    (see :func:`json_document`), a sequence outside 0..2^53-1 or a non-finite
-    importance, and :class:`PayloadTooLargeError` when text plus
-    metadata JSON exceed ``max_bytes`` UTF-8 bytes.
+    (see :func:`json_document`), a bad lineage or consent, a sequence outside
+    0..2^53-1 or a non-finite importance, and :class:`PayloadTooLargeError`
+    when text plus metadata JSON exceed ``max_bytes`` UTF-8 bytes.
     """
     where = f"entry {position}"
     if not isinstance(entry.id, str) or not entry.id.strip():
@@ -125,10 +208,20 @@ def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, 
     if not isinstance(entry.text, str) or not entry.text.strip():
         raise InvalidEntryError(f"{where}: text must be a non-empty string")
     text_bytes = len(_utf8(entry.text, f"{where}: text", InvalidEntryError))
-    metadata_text = json_document({} if entry.metadata is None else entry.metadata, f"{where}: metadata")
-    metadata_bytes = len(metadata_text.encode("utf-8"))
-    if text_bytes + metadata_bytes > max_bytes:
-        raise PayloadTooLargeError(f"{where}: text plus metadata is {text_bytes + metadata_bytes} bytes, over the {max_bytes}-byte cap")
+    metadata = {} if entry.metadata is None else entry.metadata
+    if entry.lineage is not None:
+        if not isinstance(entry.lineage, MemoryLineage):
+            raise InvalidEntryError(f"{where}: lineage must be a MemoryLineage")
+        if isinstance(metadata, Mapping) and "_lineage" in metadata:
+            raise InvalidEntryError(f"{where}: give the lineage either as lineage= or as metadata['_lineage'], not both")
+        metadata = {**metadata, "_lineage": lineage_metadata(entry.lineage)} if isinstance(metadata, Mapping) else metadata
+    metadata_text = json_document(metadata, f"{where}: metadata")
+    stored = json.loads(metadata_text)
+    check_lineage(stored.get("_lineage"), where)
+    if text_bytes + len(metadata_text.encode("utf-8")) > max_bytes:
+        raise PayloadTooLargeError(
+            f"{where}: text plus metadata is {text_bytes + len(metadata_text.encode('utf-8'))} bytes, over the {max_bytes}-byte cap"
+        )
     if entry.sequence is not None and (
         isinstance(entry.sequence, bool) or not isinstance(entry.sequence, int) or not 0 <= entry.sequence <= MAX_SEQUENCE
     ):
@@ -140,7 +233,8 @@ def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, 
             finite = False
         if not finite or not isinstance(entry.importance, (int, float)):
             raise InvalidEntryError(f"{where}: importance must be a finite number, got {entry.importance!r}")
-    return json.loads(metadata_text)
+    check_consent(entry.consent, where)
+    return stored
 
 
 def check_unique_ids(ids: Sequence[str]) -> None:
@@ -162,7 +256,7 @@ def check_records(records: Sequence[EntryRecord]) -> list[dict[str, Any]]:
     """The checks ``remember_v1`` applies in SQL, for stores that are not Postgres; returns each record's metadata as stored."""
     metadata = [
         check_entry(
-            MemoryEntry(record.id, record.text, record.metadata, record.sequence, record.importance),
+            MemoryEntry(record.id, record.text, record.metadata, record.sequence, record.importance, record.consent),
             position,
             STORE_ENTRY_BYTES,
         )

@@ -21,7 +21,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import numpy as np
@@ -29,15 +29,31 @@ import numpy as np
 from ..embedding import assert_finite_vector
 from ..errors import (
     DimensionMismatchError,
+    EntryNotFoundError,
+    InvalidEntryError,
+    LifecycleOrderError,
     LimitExceededError,
+    LineageLimitError,
     PayloadTooLargeError,
     WorkingMemoryValidationError,
     WorkingMemoryVersionConflict,
 )
 from ..lexical import lexical_terms
 from ..scoring import LEXICAL_WEIGHT
-from ..types import HARD_CAPS, AdjacentEntry, EntryRecord, RecallHit, RecallResult, Scope, WorkingMemoryRecord, check_int_option
-from ..validation import STORE_WORKING_MEMORY_BYTES, check_records, check_scope, json_document
+from ..types import (
+    HARD_CAPS,
+    AdjacentEntry,
+    ConsentChange,
+    EntryRecord,
+    MemoryConsent,
+    MemoryRecord,
+    RecallHit,
+    RecallResult,
+    Scope,
+    WorkingMemoryRecord,
+    check_int_option,
+)
+from ..validation import STORE_WORKING_MEMORY_BYTES, check_consent_change, check_records, check_scope, json_document
 
 
 def _now() -> datetime:
@@ -46,6 +62,8 @@ def _now() -> datetime:
 
 @dataclass(slots=True)
 class _Row:
+    """One entry, with the columns of the entries table (consent unset = legacy)."""
+
     id: str
     text: str
     metadata: dict[str, Any]
@@ -54,8 +72,44 @@ class _Row:
     terms: frozenset[str]
     sequence: int
     importance: float | None
+    consent_source: str | None
+    consent_scope: str | None
+    consent_visible: bool
+    consent_granted_at: datetime | None
+    consent_revoked_at: datetime | None
+    legal_hold: bool
     created_at: datetime
     updated_at: datetime
+
+    def injectable(self, require_consent: bool) -> bool:
+        """Mirror of ``is_injectable_v1``."""
+        return (
+            self.consent_visible
+            and self.consent_revoked_at is None
+            and not self.legal_hold
+            and (not require_consent or self.consent_source is not None)
+        )
+
+    def record(self, invalidated: Sequence[str] = ()) -> tuple[MemoryRecord, list[str]]:
+        consent = (
+            None
+            if self.consent_source is None
+            else MemoryConsent(
+                self.consent_source, self.consent_scope, self.consent_visible, self.consent_granted_at, self.consent_revoked_at
+            )
+        )
+        record = MemoryRecord(
+            self.id,
+            self.text,
+            copy.deepcopy(self.metadata),
+            self.sequence,
+            self.importance,
+            consent,
+            self.legal_hold,
+            self.created_at,
+            self.updated_at,
+        )
+        return record, list(invalidated)
 
 
 def _float32(values: Sequence[float], label: str) -> np.ndarray:
@@ -68,11 +122,20 @@ def _norm_squared(vector: np.ndarray) -> float:
     return float(np.dot(as_double, as_double))
 
 
+def _sources(row: _Row) -> list[str]:
+    lineage = row.metadata.get("_lineage")
+    return list(lineage.get("sourceIds", [])) if isinstance(lineage, dict) else []
+
+
+_REASONS = ("deleted", "held", "revoked", "corrected", "expired")
+
+
 class MemoryVectorStore:
     """In-memory :class:`prism_memory.stores.VectorStore` (seed ``createMemoryVectorStore``).
 
     ``dimensions`` pins the embedding width like ``vector(N)``; unpinned, the
     first entry of a thread fixes its width. Data lives in this object only.
+    Each method mirrors the SQL function named in its docstring.
     """
 
     def __init__(self, dimensions: int | None = None) -> None:
@@ -80,9 +143,12 @@ class MemoryVectorStore:
             check_int_option("dimensions", dimensions, 1, 16000)
         self.dimensions = dimensions
         self._threads: dict[tuple[str, str, str], dict[str, _Row]] = {}
+        self._tombstones: dict[tuple[str, str, str], dict[str, tuple[str, str]]] = {}
 
-    def _thread(self, scope: Scope) -> dict[str, _Row]:
-        return self._threads.get((scope.tenant_id, scope.resource_id, scope.thread_id or ""), {})
+    @staticmethod
+    def _key(scope: Scope) -> tuple[str, str, str]:
+        check_scope(scope, thread_required=True)
+        return (scope.tenant_id, scope.resource_id, scope.thread_id or "")
 
     def _expected_dimensions(self, rows: dict[str, _Row]) -> int | None:
         if self.dimensions is not None:
@@ -91,33 +157,36 @@ class MemoryVectorStore:
             return int(row.embedding.shape[0])
         return None
 
-    async def remember(self, scope: Scope, records: Sequence[EntryRecord]) -> int:
-        """Mirror of ``remember_v1``: validate everything, then upsert all records."""
-        check_scope(scope, thread_required=True)
+    def _check_dimensions(self, rows: dict[str, _Row], width: int) -> None:
+        expected = self._expected_dimensions(rows)
+        if expected is not None and width != expected:
+            raise DimensionMismatchError(f"embedding has {width} dimensions, expected {expected}")
+
+    async def remember(self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None) -> int:
+        """Mirror of ``remember_v1``: validate everything, upsert all records, then re-derive their tombstones."""
+        key = self._key(scope)
         if not records:
             return 0
+        now = now or _now()
         metadata = check_records(records)
         vectors = [_float32(record.embedding, f"embedding of entry {record.id!r}") for record in records]
         if len({vector.shape[0] for vector in vectors}) > 1:
             raise DimensionMismatchError("the embeddings in one batch differ in dimensions")
-        rows = self._thread(scope)
-        expected = self._expected_dimensions(rows)
-        if expected is not None and vectors[0].shape[0] != expected:
-            raise DimensionMismatchError(f"embedding has {vectors[0].shape[0]} dimensions, expected {expected}")
+        rows = self._threads.setdefault(key, {})
+        self._check_dimensions(rows, vectors[0].shape[0])
 
         max_sequence = max((row.sequence for row in rows.values()), default=0)
-        now = _now()
-        updated = dict(rows)
+        written: dict[str, _Row] = {}
         for position, (record, vector, meta) in enumerate(zip(records, vectors, metadata), start=1):
             existing = rows.get(record.id)
+            consent = record.consent
             if record.sequence is not None:
                 sequence = record.sequence
             elif existing is not None:
                 sequence = existing.sequence
             else:
                 sequence = max_sequence + position
-            importance = None if record.importance is None else min(1.0, max(0.0, float(record.importance)))
-            updated[record.id] = _Row(
+            written[record.id] = _Row(
                 id=record.id,
                 text=record.text,
                 metadata=meta,
@@ -125,31 +194,60 @@ class MemoryVectorStore:
                 norm_squared=_norm_squared(vector),
                 terms=frozenset(lexical_terms(record.text)),
                 sequence=sequence,
-                importance=importance,
-                created_at=existing.created_at if existing else now,
+                importance=None if record.importance is None else min(1.0, max(0.0, float(record.importance))),
+                consent_source=consent.source if consent else existing.consent_source if existing else None,
+                consent_scope=consent.scope if consent else existing.consent_scope if existing else None,
+                consent_visible=consent.visible if consent else existing.consent_visible if existing else True,
+                consent_granted_at=consent.granted_at if consent else existing.consent_granted_at if existing else None,
+                consent_revoked_at=consent.revoked_at if consent else existing.consent_revoked_at if existing else None,
+                legal_hold=existing.legal_hold if existing else False,
+                created_at=now,
                 updated_at=now,
             )
-        self._threads[(scope.tenant_id, scope.resource_id, scope.thread_id or "")] = updated
+        rows.update(written)
+        tombstones = self._tombstones.setdefault(key, {})
+        for entry_id in written:
+            tombstones.pop(entry_id, None)
+        for row in written.values():
+            invalid = sorted(source for source in _sources(row) if source != row.id and self._invalid_source(key, source))
+            if invalid:
+                tombstones[row.id] = ("source-invalidated", invalid[0])
         return len(records)
 
+    def _invalid_source(self, key: tuple[str, str, str], source: str) -> bool:
+        if source in self._tombstones.get(key, {}):
+            return True
+        row = self._threads.get(key, {}).get(source)
+        return row is not None and (not row.consent_visible or row.consent_revoked_at is not None or row.legal_hold)
+
+    def _visible(self, key: tuple[str, str, str], row: _Row, require_consent: bool) -> bool:
+        return row.injectable(require_consent) and row.id not in self._tombstones.get(key, {})
+
     async def recall(
-        self, scope: Scope, query_embedding: Sequence[float], query_text: str, top_k: int, message_range: int
+        self,
+        scope: Scope,
+        query_embedding: Sequence[float],
+        query_text: str,
+        top_k: int,
+        message_range: int,
+        require_consent: bool = False,
     ) -> RecallResult:
-        """Mirror of ``recall_v1``: exact scored scan of the thread, then adjacency."""
-        check_scope(scope, thread_required=True)
+        """Mirror of ``recall_v1``: the consent gate, then an exact scored scan of the thread, then adjacency."""
+        key = self._key(scope)
         check_int_option("top_k", top_k, 1, HARD_CAPS["top_k"])
         check_int_option("message_range", message_range, 0, HARD_CAPS["message_range"])
+        if len((query_text or "").encode("utf-8")) > HARD_CAPS["query_bytes"]:
+            raise PayloadTooLargeError("the query text is over the 64 KiB hard cap")
         query = _float32(query_embedding, "query embedding")
-        rows = self._thread(scope)
-        expected = self._expected_dimensions(rows)
-        if expected is not None and query.shape[0] != expected:
-            raise DimensionMismatchError(f"embedding has {query.shape[0]} dimensions, expected {expected}")
+        all_rows = self._threads.get(key, {})
+        self._check_dimensions(all_rows, query.shape[0])
+        rows = [row for row in all_rows.values() if self._visible(key, row, require_consent)]
 
         query_terms = set(lexical_terms(query_text or ""))
         query_norm_squared = _norm_squared(query)
         query_double = query.astype(np.float64)
         scored = []
-        for row in rows.values():
+        for row in rows:
             dot = float(np.dot(row.embedding.astype(np.float64), query_double))
             cosine = dot / math.sqrt(row.norm_squared * query_norm_squared)
             cosine = 1.0 if cosine > 1 else -1.0 if cosine < -1 else cosine
@@ -158,10 +256,9 @@ class MemoryVectorStore:
             score = similarity + LEXICAL_WEIGHT * lexical
             scored.append((-score, row.sequence, row.id, row, similarity, lexical, score))
         scored.sort(key=lambda item: item[:3])
-        top = scored[:top_k]
         hits = [
             RecallHit(row.id, row.text, copy.deepcopy(row.metadata), row.sequence, score, similarity, lexical, row.importance)
-            for (_, _, _, row, similarity, lexical, score) in top
+            for (_, _, _, row, similarity, lexical, score) in scored[:top_k]
         ]
         adjacent: list[AdjacentEntry] = []
         if message_range > 0 and hits:
@@ -169,12 +266,202 @@ class MemoryVectorStore:
             windows = [(hit.sequence - message_range, hit.sequence + message_range) for hit in hits]
             near = [
                 row
-                for row in rows.values()
+                for row in rows
                 if row.id not in hit_ids and any(low <= row.sequence <= high for low, high in windows)
             ]
             near.sort(key=lambda row: (row.sequence, row.id))
             adjacent = [AdjacentEntry(row.id, row.text, copy.deepcopy(row.metadata), row.sequence, row.importance) for row in near]
         return RecallResult(hits, adjacent)
+
+    def _walk(self, key: tuple[str, str, str], ids: Sequence[str]) -> list[tuple[str, str]]:
+        """Mirror of invalidate_v1's lineage walk: (dependent, source) steps over simple paths; caps raise."""
+        rows = self._threads.get(key, {})
+        dependents: dict[str, list[str]] = {}
+        for row in rows.values():
+            for source in dict.fromkeys(_sources(row)):
+                dependents.setdefault(source, []).append(row.id)
+        steps: list[tuple[str, str]] = []
+        frontier = [(root, [root]) for root in ids]
+        depth = 0
+        while frontier:
+            depth += 1
+            next_frontier = []
+            for entry_id, path in frontier:
+                for dependent in dependents.get(entry_id, []):
+                    if dependent in path:
+                        continue
+                    steps.append((dependent, entry_id))
+                    if len(steps) > 256:
+                        raise LineageLimitError("lineage walk passed the cap of 256 edges")
+                    if depth > 8:
+                        raise LineageLimitError("lineage walk passed the cap of depth 8")
+                    next_frontier.append((dependent, [*path, dependent]))
+            frontier = next_frontier
+        return steps
+
+    async def invalidate(self, scope: Scope, ids: Sequence[str], reason: str, now: datetime | None = None) -> list[str]:
+        """Mirror of ``invalidate_v1``: tombstones (self unless corrected, and dependents), legal hold for 'held'."""
+        key = self._key(scope)
+        if not 1 <= len(ids) <= 64:
+            raise LimitExceededError(f"invalidate: between 1 and 64 ids per call, got {len(ids)}")
+        if reason not in _REASONS:
+            raise InvalidEntryError(f"invalidate: unknown reason {reason!r}")
+        steps = self._walk(key, ids)
+        rows = self._threads.get(key, {})
+        tombstones = self._tombstones.setdefault(key, {})
+        own = [entry_id for entry_id in ids if entry_id in rows] if reason != "corrected" else []
+        for entry_id in own:
+            tombstones.setdefault(entry_id, (reason, entry_id))
+        for dependent, source in steps:
+            tombstones.setdefault(dependent, (reason, source))
+        if reason == "held":
+            for entry_id in ids:
+                if entry_id in rows:
+                    rows[entry_id].legal_hold = True
+                    rows[entry_id].updated_at = now or _now()
+        return sorted({*own, *(dependent for dependent, _ in steps)})
+
+    async def purge(self, scope: Scope, ids: Sequence[str]) -> int:
+        """Mirror of ``purge_v1``: delete tombstoned, unheld bodies; an untombstoned one raises first."""
+        key = self._key(scope)
+        if not 1 <= len(ids) <= 64:
+            raise LimitExceededError(f"purge: between 1 and 64 ids per call, got {len(ids)}")
+        rows = self._threads.get(key, {})
+        tombstones = self._tombstones.get(key, {})
+        doomed = {entry_id for entry_id in ids if entry_id in rows and not rows[entry_id].legal_hold}
+        if any(entry_id not in tombstones for entry_id in doomed):
+            raise LifecycleOrderError("purge: invalidate the entries (invalidate_v1) before deleting them")
+        for entry_id in doomed:
+            del rows[entry_id]
+        return len(doomed)
+
+    def _locked_row(self, key: tuple[str, str, str], entry_id: str) -> _Row:
+        row = self._threads.get(key, {}).get(entry_id)
+        if row is None:
+            raise EntryNotFoundError(f"no entry {entry_id} in this thread")
+        return row
+
+    async def set_consent(
+        self, scope: Scope, entry_id: str, change: ConsentChange, now: datetime | None = None
+    ) -> tuple[MemoryRecord, list[str]]:
+        """Mirror of ``set_consent_v1``: revoke writes tombstones first; grant clears the entry's own."""
+        key = self._key(scope)
+        now = now or _now()
+        check_consent_change(change)
+        row = self._locked_row(key, entry_id)
+        revoking = change.visible is False or change.revoked_at is not None
+        granting = change.visible is True and change.revoked_at is None
+        invalidated: list[str] = []
+        if revoking:
+            invalidated = await self.invalidate(scope, [entry_id], "revoked", now)
+        elif granting:
+            tombstone = self._tombstones.get(key, {}).get(entry_id)
+            if tombstone == ("revoked", entry_id):
+                del self._tombstones[key][entry_id]
+        row.consent_source = change.source or row.consent_source or "user"
+        row.consent_scope = change.scope or row.consent_scope or "thread"
+        row.consent_visible = False if revoking else row.consent_visible if change.visible is None else change.visible
+        if granting:
+            row.consent_granted_at = change.granted_at or now
+            row.consent_revoked_at = None
+        else:
+            row.consent_granted_at = change.granted_at or row.consent_granted_at
+            if revoking:
+                row.consent_revoked_at = change.revoked_at or now
+        row.updated_at = now
+        return row.record(invalidated)
+
+    async def correct(
+        self, scope: Scope, entry_id: str, text: str, embedding: Sequence[float], now: datetime | None = None
+    ) -> tuple[MemoryRecord, list[str]]:
+        """Mirror of ``correct_v1``: invalidate dependents, replace text and embedding, mark the lineage corrected."""
+        key = self._key(scope)
+        now = now or _now()
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidEntryError("the corrected text must not be blank")
+        vector = _float32(embedding, "the embedding")
+        rows = self._threads.get(key, {})
+        self._check_dimensions(rows, vector.shape[0])
+        row = self._locked_row(key, entry_id)
+        invalidated = await self.invalidate(scope, [entry_id], "corrected", now)
+        row.text = text
+        row.terms = frozenset(lexical_terms(text))
+        row.embedding = vector
+        row.norm_squared = _norm_squared(vector)
+        lineage = row.metadata.get("_lineage")
+        row.metadata["_lineage"] = {**(lineage if isinstance(lineage, dict) else {}), "reason": "corrected"}
+        row.updated_at = now
+        return row.record(invalidated)
+
+    async def retention_candidates(
+        self,
+        scope: Scope,
+        max_age_days: float | None,
+        max_entries: int | None,
+        batch_size: int,
+        now: datetime | None = None,
+    ) -> list[tuple[str, bool]]:
+        """Mirror of ``retention_candidates_v1``: oldest expired entries until ``batch_size`` unheld ones."""
+        key = self._key(scope)
+        check_int_option("batch_size", batch_size, 1, 64)
+        if max_age_days is None and max_entries is None:
+            raise LimitExceededError("retention needs max_age_days or max_entries")
+        if (max_age_days is not None and not (math.isfinite(max_age_days) and max_age_days >= 0)) or (
+            max_entries is not None and max_entries < 0
+        ):
+            raise LimitExceededError("max_age_days and max_entries must be finite and >= 0")
+        now = now or _now()
+        rows = sorted(self._threads.get(key, {}).values(), key=lambda row: (row.sequence, row.id))
+        newest_rank = {row.id: rank for rank, row in enumerate(reversed(rows), start=1)}
+        cutoff = now - timedelta(days=max_age_days) if max_age_days is not None else None
+        chosen: list[tuple[str, bool]] = []
+        deletable = 0
+        for row in rows:
+            expired = (cutoff is not None and row.created_at < cutoff) or (
+                max_entries is not None and newest_rank[row.id] > max_entries
+            )
+            if not expired:
+                continue
+            deletable += 0 if row.legal_hold else 1
+            if deletable > batch_size:
+                break
+            chosen.append((row.id, row.legal_hold))
+        return chosen
+
+    async def list_by_thread(
+        self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False
+    ) -> list[MemoryRecord]:
+        """Mirror of ``list_entries_v1``: entries after the (sequence, id) cursor, at most ``limit`` (1..200)."""
+        key = self._key(scope)
+        check_int_option("limit", limit, 1, 200)
+        rows = sorted(self._threads.get(key, {}).values(), key=lambda row: (row.sequence, row.id))
+        chosen = [
+            row
+            for row in rows
+            if (after is None or (row.sequence, row.id) > after) and (not exportable or self._visible(key, row, True))
+        ]
+        return [row.record()[0] for row in chosen[:limit]]
+
+    async def count_by_thread(self, scope: Scope) -> int:
+        """Mirror of ``count_entries_v1``."""
+        return len(self._threads.get(self._key(scope), {}))
+
+    async def reembed(self, scope: Scope, ids: Sequence[str], embeddings: Sequence[Sequence[float]]) -> int:
+        """Mirror of ``reembed_v1``: new embeddings for existing entries; nothing else changes."""
+        key = self._key(scope)
+        if len(ids) != len(embeddings) or len(ids) > 128:
+            raise LimitExceededError("reembed: ids and embeddings must pair up, at most 128")
+        vectors = [_float32(vector, "an embedding") for vector in embeddings]
+        rows = self._threads.get(key, {})
+        for vector in vectors:
+            self._check_dimensions(rows, vector.shape[0])
+        updated = 0
+        for entry_id, vector in zip(ids, vectors):
+            if entry_id in rows:
+                rows[entry_id].embedding = vector
+                rows[entry_id].norm_squared = _norm_squared(vector)
+                updated += 1
+        return updated
 
     async def close(self) -> None:
         """Nothing to release; kept for the store contract."""

@@ -19,6 +19,18 @@ class Queries:
     update_working: sql.Composed
     remember: sql.Composed
     recall: sql.Composed
+    invalidate: sql.Composed
+    purge: sql.Composed
+    set_consent: sql.Composed
+    correct: sql.Composed
+    retention_candidates: sql.Composed
+    list_entries: sql.Composed
+    count_entries: sql.Composed
+    reembed: sql.Composed
+
+
+#: The columns of ``entry_record_v1``, in order.
+RECORD = "id, text, metadata, sequence, importance, consent_source, consent_scope, consent_visible, consent_granted_at, consent_revoked_at, legal_hold, created_at, updated_at, invalidated"
 
 
 def install_info_query(schema: str) -> sql.Composed:
@@ -50,13 +62,54 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "select {s}.remember_v1("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
             "p_ids => %s::text[], p_texts => %s::text[], p_embeddings => %s::{vector}[], "
-            "p_metadata => %s::jsonb[], p_sequences => %s::bigint[], p_importance => %s::float8[])"
+            "p_metadata => %s::jsonb[], p_sequences => %s::bigint[], p_importance => %s::float8[], "
+            "p_consent => %s::jsonb[], p_now => %s::timestamptz)"
         ),
         recall=q(
             "select kind, rank, id, text, metadata, sequence, importance, similarity, lexical, score "
             "from {s}.recall_v1("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
             "p_query_embedding => %s::{vector}, p_query_text => %s::text, "
-            "p_top_k => %s::integer, p_message_range => %s::integer)"
+            "p_top_k => %s::integer, p_message_range => %s::integer, p_require_consent => %s::boolean)"
+        ),
+        invalidate=q(
+            "select entry_id from {s}.invalidate_v1("
+            "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
+            "p_ids => %s::text[], p_reason => %s::text, p_now => %s::timestamptz)"
+        ),
+        purge=q(
+            "select {s}.purge_v1("
+            "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, p_ids => %s::text[])"
+        ),
+        set_consent=q(
+            f"select {RECORD} from {{s}}.set_consent_v1("
+            "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, p_entry_id => %s::text, "
+            "p_visible => %s::boolean, p_source => %s::text, p_scope => %s::text, "
+            "p_granted_at => %s::timestamptz, p_revoked_at => %s::timestamptz, p_now => %s::timestamptz)"
+        ),
+        correct=q(
+            f"select {RECORD} from {{s}}.correct_v1("
+            "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, p_entry_id => %s::text, "
+            "p_text => %s::text, p_embedding => %s::{vector}, p_now => %s::timestamptz)"
+        ),
+        retention_candidates=q(
+            "select entry_id, held from {s}.retention_candidates_v1("
+            "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
+            "p_max_age_days => %s::float8, p_max_entries => %s::integer, p_batch_size => %s::integer, "
+            "p_now => %s::timestamptz)"
+        ),
+        list_entries=q(
+            f"select {RECORD} from {{s}}.list_entries_v1("
+            "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
+            "p_after_sequence => %s::bigint, p_after_id => %s::text, p_limit => %s::integer, "
+            "p_exportable => %s::boolean)"
+        ),
+        count_entries=q(
+            "select {s}.count_entries_v1(p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text)"
+        ),
+        reembed=q(
+            "select {s}.reembed_v1("
+            "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
+            "p_ids => %s::text[], p_embeddings => %s::{vector}[])"
         ),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,17 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ..errors import SchemaVersionError, StoreError
 from ..schema import SCHEMA_VERSION, SchemaConfig, migrate
-from ..types import AdjacentEntry, EntryRecord, RecallHit, RecallResult, Scope, WorkingMemoryRecord
+from ..types import (
+    AdjacentEntry,
+    ConsentChange,
+    EntryRecord,
+    MemoryConsent,
+    MemoryRecord,
+    RecallHit,
+    RecallResult,
+    Scope,
+    WorkingMemoryRecord,
+)
 from .errors import translate, wrap_exceptions
 from .queries import Queries, build_queries, install_info_query
 
@@ -60,38 +71,43 @@ class _PostgresBase:
 class PostgresVectorStore(_PostgresBase):
     """:class:`prism_memory.stores.VectorStore` over ``remember_v1`` / ``recall_v1``."""
 
-    async def remember(self, scope: Scope, records: Sequence[EntryRecord]) -> int:
+    async def remember(self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None) -> int:
         """One ``remember_v1`` call: the batch is written in one transaction or not at all."""
         [(written,)] = await self._fetch(
             self.queries.remember,
             (
-                scope.tenant_id,
-                scope.resource_id,
-                scope.thread_id,
+                *_scope(scope),
                 [record.id for record in records],
                 [record.text for record in records],
                 [np.asarray(record.embedding, dtype=np.float32) for record in records],
                 [Jsonb(record.metadata) for record in records],
                 [record.sequence for record in records],
                 [None if record.importance is None else float(record.importance) for record in records],
+                [None if record.consent is None else Jsonb(_consent_json(record.consent)) for record in records],
+                now or datetime.now(timezone.utc),
             ),
         )
         return int(written)
 
     async def recall(
-        self, scope: Scope, query_embedding: Sequence[float], query_text: str, top_k: int, message_range: int
+        self,
+        scope: Scope,
+        query_embedding: Sequence[float],
+        query_text: str,
+        top_k: int,
+        message_range: int,
+        require_consent: bool = False,
     ) -> RecallResult:
         """One ``recall_v1`` call; rows come back hits first (by rank), then adjacent entries."""
         rows = await self._fetch(
             self.queries.recall,
             (
-                scope.tenant_id,
-                scope.resource_id,
-                scope.thread_id,
+                *_scope(scope),
                 np.asarray(query_embedding, dtype=np.float32),
                 query_text,
                 top_k,
                 message_range,
+                require_consent,
             ),
         )
         hits: list[RecallHit] = []
@@ -102,6 +118,109 @@ class PostgresVectorStore(_PostgresBase):
             else:
                 adjacent.append(AdjacentEntry(entry_id, text, metadata, sequence, importance))
         return RecallResult(hits, adjacent)
+
+    async def invalidate(self, scope: Scope, ids: Sequence[str], reason: str, now: datetime | None = None) -> list[str]:
+        """One ``invalidate_v1`` call: tombstones land before any body is deleted; returns every invalidated id."""
+        rows = await self._fetch(
+            self.queries.invalidate, (*_scope(scope), list(ids), reason, now or datetime.now(timezone.utc)), idempotent=False
+        )
+        return [row[0] for row in rows]
+
+    async def purge(self, scope: Scope, ids: Sequence[str]) -> int:
+        """One ``purge_v1`` call: deletes tombstoned, unheld bodies."""
+        [(deleted,)] = await self._fetch(self.queries.purge, (*_scope(scope), list(ids)))
+        return int(deleted)
+
+    async def set_consent(
+        self, scope: Scope, entry_id: str, change: ConsentChange, now: datetime | None = None
+    ) -> tuple[MemoryRecord, list[str]]:
+        """One ``set_consent_v1`` call; returns the updated record and the ids it invalidated."""
+        [row] = await self._fetch(
+            self.queries.set_consent,
+            (
+                *_scope(scope),
+                entry_id,
+                change.visible,
+                change.source,
+                change.scope,
+                change.granted_at,
+                change.revoked_at,
+                now or datetime.now(timezone.utc),
+            ),
+            idempotent=False,
+        )
+        return _record(row)
+
+    async def correct(
+        self, scope: Scope, entry_id: str, text: str, embedding: Sequence[float], now: datetime | None = None
+    ) -> tuple[MemoryRecord, list[str]]:
+        """One ``correct_v1`` call; returns the updated record and the ids it invalidated."""
+        [row] = await self._fetch(
+            self.queries.correct,
+            (*_scope(scope), entry_id, text, np.asarray(embedding, dtype=np.float32), now or datetime.now(timezone.utc)),
+            idempotent=False,
+        )
+        return _record(row)
+
+    async def retention_candidates(
+        self,
+        scope: Scope,
+        max_age_days: float | None,
+        max_entries: int | None,
+        batch_size: int,
+        now: datetime | None = None,
+    ) -> list[tuple[str, bool]]:
+        """One ``retention_candidates_v1`` call: ``[(entry_id, held)]`` oldest first."""
+        rows = await self._fetch(
+            self.queries.retention_candidates,
+            (*_scope(scope), max_age_days, max_entries, batch_size, now or datetime.now(timezone.utc)),
+        )
+        return [(entry_id, held) for entry_id, held in rows]
+
+    async def list_by_thread(
+        self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False
+    ) -> list[MemoryRecord]:
+        """One ``list_entries_v1`` call: at most ``limit`` (1..200) entries after the (sequence, id) cursor."""
+        after_sequence, after_id = after if after is not None else (None, None)
+        rows = await self._fetch(self.queries.list_entries, (*_scope(scope), after_sequence, after_id, limit, exportable))
+        return [_record(row)[0] for row in rows]
+
+    async def count_by_thread(self, scope: Scope) -> int:
+        """One ``count_entries_v1`` call."""
+        [(count,)] = await self._fetch(self.queries.count_entries, _scope(scope))
+        return int(count)
+
+    async def reembed(self, scope: Scope, ids: Sequence[str], embeddings: Sequence[Sequence[float]]) -> int:
+        """One ``reembed_v1`` call: new embeddings for existing entries."""
+        [(updated,)] = await self._fetch(
+            self.queries.reembed,
+            (*_scope(scope), list(ids), [np.asarray(vector, dtype=np.float32) for vector in embeddings]),
+        )
+        return int(updated)
+
+
+def _scope(scope: Scope) -> tuple[str, str, str | None]:
+    return (scope.tenant_id, scope.resource_id, scope.thread_id)
+
+
+def _consent_json(consent: MemoryConsent) -> dict[str, Any]:
+    """A consent as ``remember_v1`` reads it (timestamps in ISO 8601 with their offset)."""
+    return {
+        "source": consent.source,
+        "scope": consent.scope,
+        "visible": consent.visible,
+        "grantedAt": None if consent.granted_at is None else consent.granted_at.isoformat(),
+        "revokedAt": None if consent.revoked_at is None else consent.revoked_at.isoformat(),
+    }
+
+
+def _record(row: Sequence[Any]) -> tuple[MemoryRecord, list[str]]:
+    """An ``entry_record_v1`` row as (record, invalidated ids)."""
+    (entry_id, text, metadata, sequence, importance, source, scope, visible, granted_at, revoked_at,
+     legal_hold, created_at, updated_at, invalidated) = row
+    consent = None if source is None else MemoryConsent(source, scope, visible, granted_at, revoked_at)
+    record = MemoryRecord(entry_id, text, metadata, sequence, importance, consent, legal_hold, created_at, updated_at)
+    return record, list(invalidated or [])
 
 
 class PostgresWorkingStore(_PostgresBase):

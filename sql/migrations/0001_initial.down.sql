@@ -1,6 +1,17 @@
 -- Reverts revision 0001. The schema itself stays: it holds alembic_version.
-drop function if exists {{schema}}.recall_v1(text, text, text, vector, text, integer, integer);
-drop function if exists {{schema}}.remember_v1(text, text, text, text[], text[], vector[], jsonb[], bigint[], double precision[]);
+drop function if exists {{schema}}.reembed_v1(text, text, text, text[], vector[]);
+drop function if exists {{schema}}.count_entries_v1(text, text, text);
+drop function if exists {{schema}}.list_entries_v1(text, text, text, bigint, text, integer, boolean);
+drop function if exists {{schema}}.retention_candidates_v1(text, text, text, double precision, integer, integer, timestamptz);
+drop function if exists {{schema}}.correct_v1(text, text, text, text, text, vector, timestamptz);
+drop function if exists {{schema}}.set_consent_v1(text, text, text, text, boolean, text, text, timestamptz, timestamptz, timestamptz);
+drop function if exists {{schema}}.purge_v1(text, text, text, text[]);
+drop function if exists {{schema}}.invalidate_v1(text, text, text, text[], text, timestamptz);
+drop type if exists {{schema}}.entry_record_v1;
+drop function if exists {{schema}}.recall_v1(text, text, text, vector, text, integer, integer, boolean);
+drop function if exists {{schema}}.remember_v1(text, text, text, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz);
+drop function if exists {{schema}}.consent_is_valid_v1(jsonb);
+drop function if exists {{schema}}.lineage_is_valid_v1(jsonb);
 drop function if exists {{schema}}.update_working_v1(text, text, text, jsonb, bigint);
 drop function if exists {{schema}}.get_working_v1(text, text, text);
 drop function if exists {{schema}}.assert_dimensions_v1(text, text, text, integer);
@@ -12,6 +23,7 @@ drop table if exists {{rag_scope_generations}};
 drop table if exists {{rag_source_acl}};
 drop table if exists {{share_grant}};
 drop table if exists {{invalidation}};
+drop function if exists {{schema}}.is_injectable_v1({{entries}}, boolean);
 drop table if exists {{entries}};
 drop table if exists {{working}};
 drop function if exists {{schema}}.lexical_terms_v1(text);

@@ -207,6 +207,43 @@ begin
 end;
 $$;
 
+-- Whether an entry may reach a prompt, an export or telemetry by its own
+-- columns (tombstones are checked separately, with an indexed NOT EXISTS):
+-- visible, not revoked, not under legal hold, and explicitly consented when
+-- p_require_consent. Inlined into the queries that use it.
+create function {{schema}}.is_injectable_v1(p_entry {{entries}}, p_require_consent boolean)
+returns boolean
+language sql immutable parallel safe
+return p_entry.consent_visible and p_entry.consent_revoked_at is null and not p_entry.legal_hold
+       and (not p_require_consent or p_entry.consent_source is not null);
+
+-- metadata._lineage: absent, or {"sourceIds": [1..32 non-blank ids of at most
+-- 512 bytes], "reason": optional text}.
+create function {{schema}}.lineage_is_valid_v1(p_lineage jsonb) returns boolean
+language sql immutable parallel safe
+return p_lineage is null or (
+  jsonb_typeof(p_lineage) = 'object'
+  and jsonb_typeof(p_lineage -> 'sourceIds') = 'array'
+  and jsonb_array_length(p_lineage -> 'sourceIds') <= 32
+  and (p_lineage -> 'reason' is null or jsonb_typeof(p_lineage -> 'reason') in ('string', 'null'))
+  and not exists (select 1 from jsonb_array_elements(p_lineage -> 'sourceIds') as source(value)
+                  where jsonb_typeof(source.value) <> 'string'
+                     or {{schema}}.is_blank_v1(source.value #>> '{}')
+                     or octet_length(source.value #>> '{}') > 512));
+
+-- A consent object: absent, or {"source", "scope", "visible", "grantedAt",
+-- "revokedAt"} with the seed's values (missing keys take the defaults
+-- user / thread / visible).
+create function {{schema}}.consent_is_valid_v1(p_consent jsonb) returns boolean
+language sql immutable parallel safe
+return p_consent is null or (
+  jsonb_typeof(p_consent) = 'object'
+  and coalesce(p_consent ->> 'source', 'user') in ('user', 'agent', 'system')
+  and coalesce(p_consent ->> 'scope', 'thread') in ('thread', 'profile', 'user')
+  and jsonb_typeof(coalesce(p_consent -> 'visible', 'true')) = 'boolean'
+  and jsonb_typeof(coalesce(p_consent -> 'grantedAt', 'null')) in ('string', 'null')
+  and jsonb_typeof(coalesce(p_consent -> 'revokedAt', 'null')) in ('string', 'null'));
+
 create function {{schema}}.get_working_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text default null)
 returns table (data jsonb, version bigint, created_at timestamptz, updated_at timestamptz)
@@ -281,7 +318,8 @@ create function {{schema}}.remember_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text,
   p_ids text[], p_texts text[], p_embeddings vector[],
   p_metadata jsonb[] default null, p_sequences bigint[] default null,
-  p_importance double precision[] default null)
+  p_importance double precision[] default null, p_consent jsonb[] default null,
+  p_now timestamptz default now())
 returns integer
 language plpgsql volatile
 set search_path from current
@@ -300,7 +338,8 @@ begin
      or coalesce(cardinality(p_embeddings), 0) <> v_count
      or coalesce(cardinality(p_metadata), v_count) <> v_count
      or coalesce(cardinality(p_sequences), v_count) <> v_count
-     or coalesce(cardinality(p_importance), v_count) <> v_count then
+     or coalesce(cardinality(p_importance), v_count) <> v_count
+     or coalesce(cardinality(p_consent), v_count) <> v_count then
     raise exception 'remember_v1: the argument arrays differ in length' using errcode = 'PM002';
   end if;
 
@@ -317,16 +356,22 @@ begin
              then format('entry %s (%s): sequence must be between 0 and 2^53 - 1', e.ord, e.id)
            when e.embedding is null
              then format('entry %s (%s): embedding is missing', e.ord, e.id)
+           when not lineage_is_valid_v1(e.metadata -> '_lineage')
+             then format('entry %s (%s): metadata._lineage must be {"sourceIds": [at most 32 non-blank ids], "reason"?: text}', e.ord, e.id)
+           when not consent_is_valid_v1(e.consent)
+             then format('entry %s (%s): consent must be {"source": user|agent|system, "scope": thread|profile|user, "visible": bool, "grantedAt"?, "revokedAt"?}', e.ord, e.id)
          end
   into v_problem
-  from unnest(p_ids, p_texts, p_metadata, p_importance, p_embeddings, p_sequences)
-         with ordinality as e(id, text, metadata, importance, embedding, sequence, ord)
+  from unnest(p_ids, p_texts, p_metadata, p_importance, p_embeddings, p_sequences, p_consent)
+         with ordinality as e(id, text, metadata, importance, embedding, sequence, consent, ord)
   where e.id is null or is_blank_v1(e.id) or octet_length(e.id) > 512
      or e.text is null or is_blank_v1(e.text)
      or (e.metadata is not null and jsonb_typeof(e.metadata) <> 'object')
      or e.importance in ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8)
      or e.sequence not between 0 and 9007199254740991
      or e.embedding is null
+     or not lineage_is_valid_v1(e.metadata -> '_lineage')
+     or not consent_is_valid_v1(e.consent)
   order by e.ord
   limit 1;
   if v_problem is not null then
@@ -355,21 +400,54 @@ begin
   from {{entries}} e
   where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id;
 
+  -- A stored entry keeps its sequence and consent unless the batch gives new ones.
   insert into {{entries}} as t
-    (tenant_id, resource_id, thread_id, id, text, metadata, embedding, sequence, importance)
+    (tenant_id, resource_id, thread_id, id, text, metadata, embedding, sequence, importance,
+     consent_source, consent_scope, consent_visible, consent_granted_at, consent_revoked_at,
+     created_at, updated_at)
   select p_tenant_id, p_resource_id, p_thread_id, e.id, e.text,
          coalesce(e.metadata, '{}'::jsonb), e.embedding,
          coalesce(e.sequence, s.sequence, v_max_sequence + e.ord),
          case when e.importance is null then null
-              else greatest(0::float8, least(1::float8, e.importance)) end
-  from unnest(p_ids, p_texts, p_embeddings, p_metadata, p_sequences, p_importance)
-         with ordinality as e(id, text, embedding, metadata, sequence, importance, ord)
+              else greatest(0::float8, least(1::float8, e.importance)) end,
+         case when e.consent is null then s.consent_source else coalesce(e.consent ->> 'source', 'user') end,
+         case when e.consent is null then s.consent_scope else coalesce(e.consent ->> 'scope', 'thread') end,
+         case when e.consent is null then coalesce(s.consent_visible, true)
+              else coalesce((e.consent ->> 'visible')::boolean, true) end,
+         case when e.consent is null then s.consent_granted_at else (e.consent ->> 'grantedAt')::timestamptz end,
+         case when e.consent is null then s.consent_revoked_at else (e.consent ->> 'revokedAt')::timestamptz end,
+         p_now, p_now
+  from unnest(p_ids, p_texts, p_embeddings, p_metadata, p_sequences, p_importance, p_consent)
+         with ordinality as e(id, text, embedding, metadata, sequence, importance, consent, ord)
   left join {{entries}} s
     on s.tenant_id = p_tenant_id and s.resource_id = p_resource_id
    and s.thread_id = p_thread_id and s.id = e.id
   on conflict (tenant_id, resource_id, thread_id, id) do update
     set text = excluded.text, metadata = excluded.metadata, embedding = excluded.embedding,
-        sequence = excluded.sequence, importance = excluded.importance, updated_at = now();
+        sequence = excluded.sequence, importance = excluded.importance,
+        consent_source = excluded.consent_source, consent_scope = excluded.consent_scope,
+        consent_visible = excluded.consent_visible, consent_granted_at = excluded.consent_granted_at,
+        consent_revoked_at = excluded.consent_revoked_at, updated_at = p_now;
+
+  -- A written entry is invalidated exactly when one of its lineage sources is:
+  -- clear its old tombstone, then add one if a source is tombstoned, revoked,
+  -- invisible or held.
+  delete from {{invalidation}} i
+  where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+    and i.thread_id = p_thread_id and i.entry_id = any(p_ids);
+  insert into {{invalidation}} (tenant_id, resource_id, thread_id, entry_id, reason, source_entry_id, created_at)
+  select p_tenant_id, p_resource_id, p_thread_id, e.id, 'source-invalidated', min(source.id), p_now
+  from unnest(p_ids, p_metadata) as e(id, metadata)
+  cross join lateral jsonb_array_elements_text(coalesce(e.metadata -> '_lineage' -> 'sourceIds', '[]')) as source(id)
+  where source.id <> e.id
+    and (exists (select 1 from {{invalidation}} i
+                 where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                   and i.thread_id = p_thread_id and i.entry_id = source.id)
+         or exists (select 1 from {{entries}} x
+                    where x.tenant_id = p_tenant_id and x.resource_id = p_resource_id
+                      and x.thread_id = p_thread_id and x.id = source.id
+                      and (not x.consent_visible or x.consent_revoked_at is not null or x.legal_hold)))
+  group by e.id;
   return v_count;
 end;
 $$;
@@ -385,7 +463,8 @@ $$;
 create function {{schema}}.recall_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text,
   p_query_embedding vector, p_query_text text default '',
-  p_top_k integer default 8, p_message_range integer default 0)
+  p_top_k integer default 8, p_message_range integer default 0,
+  p_require_consent boolean default false)
 returns table (kind text, rank integer, id text, text text, metadata jsonb, sequence bigint,
                importance double precision, similarity double precision,
                lexical double precision, score double precision,
@@ -426,6 +505,10 @@ begin
       from {{entries}} e
       where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
         and e.thread_id = p_thread_id
+        and {{schema}}.is_injectable_v1(e, p_require_consent)
+        and not exists (select 1 from {{invalidation}} i
+                        where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                          and i.thread_id = p_thread_id and i.entry_id = e.id)
       offset 0
     ), hits as (
       select s.id, s.sequence, s.similarity, s.lexical, s.similarity + 0.25::float8 * s.lexical as score
@@ -441,6 +524,10 @@ begin
        and e.sequence between h.sequence - p_message_range and h.sequence + p_message_range
       where p_message_range > 0
         and not exists (select 1 from hits r where r.id = e.id)
+        and {{schema}}.is_injectable_v1(e, p_require_consent)
+        and not exists (select 1 from {{invalidation}} i
+                        where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                          and i.thread_id = p_thread_id and i.entry_id = e.id)
     ), picked as (
       select 'hit'::text as kind,
              (row_number() over (order by h.score desc, h.sequence asc, h.id collate "C" asc))::integer as rank,
@@ -458,6 +545,366 @@ begin
       on e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
      and e.thread_id = p_thread_id and e.id = p.id
     order by p.kind desc, p.rank;
+end;
+$$;
+
+
+-- One stored entry as the lifecycle functions return it. "invalidated" lists
+-- the ids a set_consent_v1 / correct_v1 call tombstoned (empty elsewhere).
+create type {{schema}}.entry_record_v1 as (
+  id text, text text, metadata jsonb, sequence bigint, importance double precision,
+  consent_source text, consent_scope text, consent_visible boolean,
+  consent_granted_at timestamptz, consent_revoked_at timestamptz, legal_hold boolean,
+  created_at timestamptz, updated_at timestamptz, invalidated text[]);
+
+-- Tombstones p_ids' dependents (every entry of the thread whose
+-- _lineage.sourceIds holds an invalidated id, transitively) and, unless
+-- p_reason is 'corrected', p_ids themselves; with 'held' it also sets the legal
+-- hold. Caps from the seed: at most 64 ids, lineage depth 8 and 256 edges;
+-- over a cap raises PM010 and nothing changes. Returns every tombstoned id.
+-- Reasons: deleted, held, revoked, corrected, expired.
+create function {{schema}}.invalidate_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_ids text[], p_reason text,
+  p_now timestamptz default now())
+returns table (entry_id text)
+language plpgsql volatile
+set search_path from current
+as $$
+declare
+  v_dependents text[];
+  v_sources text[];
+  v_edges integer;
+  v_depth integer;
+begin
+  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  if coalesce(cardinality(p_ids), 0) not between 1 and 64 then
+    raise exception 'invalidate: between 1 and 64 ids per call, got %', coalesce(cardinality(p_ids), 0)
+      using errcode = 'PM005';
+  end if;
+  if p_reason is null or p_reason not in ('deleted', 'held', 'revoked', 'corrected', 'expired') then
+    raise exception 'invalidate: unknown reason %', p_reason using errcode = 'PM002';
+  end if;
+
+  with recursive walk (entry_id, source_entry_id, depth, path) as (
+    select d.id, source.id, 1, array[source.id, d.id]
+    from unnest(p_ids) as source(id)
+    join {{entries}} d
+      on d.tenant_id = p_tenant_id and d.resource_id = p_resource_id and d.thread_id = p_thread_id
+     and (d.metadata -> '_lineage' -> 'sourceIds') ? source.id
+    where d.id <> source.id
+    union all
+    select d.id, w.entry_id, w.depth + 1, w.path || d.id
+    from walk w
+    join {{entries}} d
+      on d.tenant_id = p_tenant_id and d.resource_id = p_resource_id and d.thread_id = p_thread_id
+     and (d.metadata -> '_lineage' -> 'sourceIds') ? w.entry_id
+    where w.depth <= 8 and d.id <> all (w.path)
+  )
+  select array_agg(capped.entry_id), array_agg(capped.source_entry_id), count(*), max(capped.depth)
+  into v_dependents, v_sources, v_edges, v_depth
+  from (select * from walk limit 257) as capped;  -- the walk stops as soon as a cap is passed
+  if v_edges > 256 then
+    raise exception 'lineage walk passed the cap of 256 edges' using errcode = 'PM010';
+  end if;
+  if v_depth > 8 then
+    raise exception 'lineage walk passed the cap of depth 8' using errcode = 'PM010';
+  end if;
+
+  insert into {{invalidation}} (tenant_id, resource_id, thread_id, entry_id, reason, source_entry_id, created_at)
+  select p_tenant_id, p_resource_id, p_thread_id, x.entry_id, p_reason, x.source_entry_id, p_now
+  from (
+    select e.id as entry_id, e.id as source_entry_id
+    from {{entries}} e
+    where p_reason <> 'corrected'
+      and e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+      and e.thread_id = p_thread_id and e.id = any(p_ids)
+    union all
+    select distinct on (d.entry_id) d.entry_id, d.source_entry_id
+    from unnest(v_dependents, v_sources) as d(entry_id, source_entry_id)
+    where d.entry_id is not null
+  ) x
+  on conflict do nothing;
+  if p_reason = 'held' then
+    update {{entries}} e set legal_hold = true, updated_at = p_now
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+      and e.thread_id = p_thread_id and e.id = any(p_ids);
+  end if;
+
+  return query
+    select distinct x.id
+    from (select e.id from {{entries}} e
+          where p_reason <> 'corrected'
+            and e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+            and e.thread_id = p_thread_id and e.id = any(p_ids)
+          union all
+          select unnest(v_dependents)) as x(id)
+    where x.id is not null
+    order by x.id collate "C";
+end;
+$$;
+
+-- Deletes the bodies of p_ids (at most 64), skipping entries under legal
+-- hold; returns how many rows were deleted. Every entry must already carry
+-- its tombstone (invalidate_v1 first, so dependents never outlive the walk):
+-- otherwise PM012 and nothing is deleted.
+create function {{schema}}.purge_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_ids text[])
+returns integer
+language plpgsql volatile
+set search_path from current
+as $$
+declare
+  v_deleted integer;
+begin
+  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  if coalesce(cardinality(p_ids), 0) not between 1 and 64 then
+    raise exception 'purge: between 1 and 64 ids per call, got %', coalesce(cardinality(p_ids), 0)
+      using errcode = 'PM005';
+  end if;
+  if exists (select 1 from {{entries}} e
+             where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+               and e.thread_id = p_thread_id and e.id = any(p_ids) and not e.legal_hold
+               and not exists (select 1 from {{invalidation}} i
+                               where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                                 and i.thread_id = p_thread_id and i.entry_id = e.id)) then
+    raise exception 'purge: invalidate the entries (invalidate_v1) before deleting them' using errcode = 'PM012';
+  end if;
+  delete from {{entries}} e
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+    and e.thread_id = p_thread_id and e.id = any(p_ids) and not e.legal_hold;
+  get diagnostics v_deleted = row_count;
+  return v_deleted;
+end;
+$$;
+
+-- Grants or revokes consent on one entry without re-embedding. NULL leaves a
+-- field as it is. Revoking (p_visible false, or p_revoked_at given) writes the
+-- tombstones first (invalidate_v1 'revoked'); granting (p_visible true) clears
+-- the entry's own 'revoked' tombstone and its revoked_at (dependents stay
+-- invalidated: regenerate them from the remaining evidence). A legacy entry
+-- becomes explicitly consented (source user, scope thread unless given).
+create function {{schema}}.set_consent_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_entry_id text,
+  p_visible boolean default null, p_source text default null, p_scope text default null,
+  p_granted_at timestamptz default null, p_revoked_at timestamptz default null,
+  p_now timestamptz default now())
+returns setof {{schema}}.entry_record_v1
+language plpgsql volatile
+set search_path from current
+as $$
+declare
+  v_revoking boolean := p_visible is false or p_revoked_at is not null;
+  v_granting boolean := p_visible is true and p_revoked_at is null;
+  v_invalidated text[] := '{}';
+begin
+  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  if p_source is not null and p_source not in ('user', 'agent', 'system') then
+    raise exception 'consent source must be user, agent or system, got %', p_source using errcode = 'PM002';
+  end if;
+  if p_scope is not null and p_scope not in ('thread', 'profile', 'user') then
+    raise exception 'consent scope must be thread, profile or user, got %', p_scope using errcode = 'PM002';
+  end if;
+  perform 1 from {{entries}} e
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+    and e.thread_id = p_thread_id and e.id = p_entry_id
+  for update;
+  if not found then
+    raise exception 'no entry % in this thread', p_entry_id using errcode = 'PM011';
+  end if;
+  if v_revoking then
+    v_invalidated := array(select x.entry_id
+                           from invalidate_v1(p_tenant_id, p_resource_id, p_thread_id,
+                                              array[p_entry_id], 'revoked', p_now) as x);
+  elsif v_granting then
+    delete from {{invalidation}} i
+    where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id and i.thread_id = p_thread_id
+      and i.entry_id = p_entry_id and i.source_entry_id = p_entry_id and i.reason = 'revoked';
+  end if;
+  return query
+    update {{entries}} e
+    set consent_source = coalesce(p_source, e.consent_source, 'user'),
+        consent_scope = coalesce(p_scope, e.consent_scope, 'thread'),
+        consent_visible = case when v_revoking then false else coalesce(p_visible, e.consent_visible) end,
+        consent_granted_at = case when v_granting then coalesce(p_granted_at, p_now)
+                                  else coalesce(p_granted_at, e.consent_granted_at) end,
+        consent_revoked_at = case when v_granting then null
+                                  when v_revoking then coalesce(p_revoked_at, p_now)
+                                  else e.consent_revoked_at end,
+        updated_at = p_now
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+      and e.thread_id = p_thread_id and e.id = p_entry_id
+    returning e.id, e.text, e.metadata, e.sequence, e.importance, e.consent_source, e.consent_scope,
+              e.consent_visible, e.consent_granted_at, e.consent_revoked_at, e.legal_hold,
+              e.created_at, e.updated_at, v_invalidated;
+end;
+$$;
+
+-- Replaces an entry's text and embedding, keeps its consent, sets
+-- metadata._lineage.reason to 'corrected' and invalidates its dependents
+-- (not the entry itself: "corrected keeps the source").
+create function {{schema}}.correct_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_entry_id text,
+  p_text text, p_embedding vector, p_now timestamptz default now())
+returns setof {{schema}}.entry_record_v1
+language plpgsql volatile
+set search_path from current
+as $$
+declare
+  v_invalidated text[];
+begin
+  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  if p_text is null or is_blank_v1(p_text) then
+    raise exception 'the corrected text must not be blank' using errcode = 'PM002';
+  end if;
+  if octet_length(p_text) > 67108864 then
+    raise exception 'the corrected text is over the 64 MiB hard cap' using errcode = 'PM006';
+  end if;
+  perform assert_embedding_v1(p_embedding, 'the embedding');
+  perform assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, vector_dims(p_embedding));
+  perform 1 from {{entries}} e
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+    and e.thread_id = p_thread_id and e.id = p_entry_id
+  for update;
+  if not found then
+    raise exception 'no entry % in this thread', p_entry_id using errcode = 'PM011';
+  end if;
+  v_invalidated := array(select x.entry_id
+                         from invalidate_v1(p_tenant_id, p_resource_id, p_thread_id,
+                                            array[p_entry_id], 'corrected', p_now) as x);
+  return query
+    update {{entries}} e
+    set text = p_text, embedding = p_embedding,
+        metadata = jsonb_set(e.metadata, '{_lineage}',
+                             coalesce(e.metadata -> '_lineage', '{}'::jsonb) || '{"reason": "corrected"}'),
+        updated_at = p_now
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+      and e.thread_id = p_thread_id and e.id = p_entry_id
+    returning e.id, e.text, e.metadata, e.sequence, e.importance, e.consent_source, e.consent_scope,
+              e.consent_visible, e.consent_granted_at, e.consent_revoked_at, e.legal_hold,
+              e.created_at, e.updated_at, v_invalidated;
+end;
+$$;
+
+-- The next retention sweep: entries of the thread older than p_max_age_days
+-- (created_at before p_now minus that many 24-hour days) or beyond the newest
+-- p_max_entries (by sequence, id), oldest first, until p_batch_size (1..64)
+-- entries not under legal hold are found. Held entries are returned with
+-- held = true (scanned, never deleted).
+create function {{schema}}.retention_candidates_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text,
+  p_max_age_days double precision, p_max_entries integer, p_batch_size integer,
+  p_now timestamptz default now())
+returns table (entry_id text, held boolean)
+language plpgsql stable
+set search_path from current
+as $$
+begin
+  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  if p_batch_size is null or p_batch_size not between 1 and 64 then
+    raise exception 'batch_size must be between 1 and 64, got %', p_batch_size using errcode = 'PM005';
+  end if;
+  if p_max_age_days is null and p_max_entries is null then
+    raise exception 'retention needs max_age_days or max_entries' using errcode = 'PM005';
+  end if;
+  if p_max_age_days < 0 or p_max_age_days in ('NaN'::float8, 'Infinity'::float8) or p_max_entries < 0 then
+    raise exception 'max_age_days and max_entries must be finite and >= 0' using errcode = 'PM005';
+  end if;
+  return query
+    with ranked as (
+      select e.id, e.legal_hold, e.sequence, e.created_at,
+             row_number() over (order by e.sequence desc, e.id collate "C" desc) as newest_rank
+      from {{entries}} e
+      where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
+    ), expired as (
+      select r.id, r.legal_hold, r.sequence,
+             count(*) filter (where not r.legal_hold)
+               over (order by r.sequence, r.id collate "C" rows unbounded preceding) as deletable_so_far
+      from ranked r
+      where (p_max_age_days is not null and r.created_at < p_now - p_max_age_days * interval '24 hours')
+         or (p_max_entries is not null and r.newest_rank > p_max_entries)
+    )
+    select x.id, x.legal_hold
+    from expired x
+    where x.deletable_so_far <= p_batch_size
+    order by x.sequence, x.id collate "C";
+end;
+$$;
+
+-- Entries of the thread after the (sequence, id) cursor, in (sequence, id)
+-- order, at most p_limit (1..200). With p_exportable only what an export may
+-- contain: explicitly consented, visible, not revoked, not held, not
+-- tombstoned.
+create function {{schema}}.list_entries_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text,
+  p_after_sequence bigint default null, p_after_id text default null,
+  p_limit integer default 100, p_exportable boolean default false)
+returns setof {{schema}}.entry_record_v1
+language plpgsql stable
+set search_path from current
+as $$
+begin
+  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  if p_limit is null or p_limit not between 1 and 200 then
+    raise exception 'limit must be between 1 and 200, got %', p_limit using errcode = 'PM005';
+  end if;
+  return query
+    select e.id, e.text, e.metadata, e.sequence, e.importance, e.consent_source, e.consent_scope,
+           e.consent_visible, e.consent_granted_at, e.consent_revoked_at, e.legal_hold,
+           e.created_at, e.updated_at, '{}'::text[]
+    from {{entries}} e
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
+      and (p_after_sequence is null
+           or (e.sequence, e.id collate "C") > (p_after_sequence, p_after_id collate "C"))
+      and (not p_exportable
+           or (is_injectable_v1(e, true)
+               and not exists (select 1 from {{invalidation}} i
+                               where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                                 and i.thread_id = p_thread_id and i.entry_id = e.id)))
+    order by e.sequence, e.id collate "C"
+    limit p_limit;
+end;
+$$;
+
+create function {{schema}}.count_entries_v1(p_tenant_id text, p_resource_id text, p_thread_id text)
+returns bigint
+language plpgsql stable
+set search_path from current
+as $$
+begin
+  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  return (select count(*) from {{entries}} e
+          where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id);
+end;
+$$;
+
+-- Replaces the embeddings of existing entries (rebuild_index); text, consent
+-- and timestamps are untouched. Returns how many entries were updated.
+create function {{schema}}.reembed_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_ids text[], p_embeddings vector[])
+returns integer
+language plpgsql volatile
+set search_path from current
+as $$
+declare
+  v_updated integer;
+begin
+  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  if coalesce(cardinality(p_ids), 0) <> coalesce(cardinality(p_embeddings), 0)
+     or coalesce(cardinality(p_ids), 0) > 128 then
+    raise exception 'reembed: ids and embeddings must pair up, at most 128' using errcode = 'PM005';
+  end if;
+  if coalesce(cardinality(p_ids), 0) = 0 then
+    return 0;
+  end if;
+  perform assert_embedding_v1(v, 'an embedding') from unnest(p_embeddings) as v;
+  perform assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, vector_dims(v))
+  from unnest(p_embeddings) as v;
+  update {{entries}} e set embedding = x.embedding
+  from unnest(p_ids, p_embeddings) as x(id, embedding)
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+    and e.thread_id = p_thread_id and e.id = x.id;
+  get diagnostics v_updated = row_count;
+  return v_updated;
 end;
 $$;
 

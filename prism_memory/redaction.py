@@ -1,0 +1,61 @@
+"""Redaction of text and JSON before anything is persisted or injected (seed: "redactor / secrets").
+
+``secrets`` are literal strings replaced by :data:`REDACTED` wherever they
+occur; the host ``redactor`` then maps each string to its redacted form. Both
+apply to entry text, metadata (keys and string values, at any depth), working
+memory, recall queries, and again to everything recall and export return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .errors import ConfigurationError
+
+REDACTED = "[REDACTED]"
+
+#: Host hook: receives a string, returns it redacted.
+Redactor = Callable[[str], str]
+
+
+class Redaction:
+    """Applies ``secrets`` (non-empty strings, longest first) then ``redactor`` to strings and JSON values.
+
+    Raises :class:`ConfigurationError` for an empty or non-string secret, and
+    when the redactor returns something other than a ``str``.
+    """
+
+    def __init__(self, secrets: Sequence[str] | None = None, redactor: Redactor | None = None) -> None:
+        secrets = list(secrets or [])
+        if any(not isinstance(secret, str) or not secret for secret in secrets):
+            raise ConfigurationError("secrets must be non-empty strings")
+        self._secrets = sorted(set(secrets), key=len, reverse=True)
+        self._redactor = redactor
+
+    @property
+    def active(self) -> bool:
+        return bool(self._secrets) or self._redactor is not None
+
+    def text(self, value: str) -> str:
+        """``value`` with every secret replaced and the redactor applied."""
+        for secret in self._secrets:
+            value = value.replace(secret, REDACTED)
+        if self._redactor is not None:
+            redacted = self._redactor(value)
+            if not isinstance(redacted, str):
+                raise ConfigurationError(f"the redactor returned {type(redacted).__name__}, not str")
+            value = redacted
+        return value
+
+    def value(self, value: Any) -> Any:
+        """A JSON value with every string (object keys included) redacted; other values unchanged."""
+        if not self.active:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.text(key) if isinstance(key, str) else key: self.value(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.value(item) for item in value]
+        return value
