@@ -631,12 +631,12 @@ begin
   end if;
 
   return query
-    select distinct x.id
+    select x.id
     from (select e.id from {{entries}} e
           where p_reason <> 'corrected'
             and e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
             and e.thread_id = p_thread_id and e.id = any(p_ids)
-          union all
+          union
           select unnest(v_dependents)) as x(id)
     where x.id is not null
     order by x.id collate "C";
