@@ -1,0 +1,132 @@
+"""What must never be found again: redacted canaries, forgotten text, revoked ids; and the indexed tombstone check."""
+
+import logging
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+
+from prism_memory import REDACTED, MemoryConsent, revoked_ids_absent
+
+CANARY = "sk-canary-7f3a9c"
+
+
+def rows_containing(dsn: str, needle: str, schema: str = "prism_memory") -> list[tuple[str, str]]:
+    """Every (table, row) of the schema whose text form contains ``needle``, found through the catalog."""
+    found = []
+    with psycopg.connect(dsn) as conn:
+        tables = conn.execute("select tablename from pg_tables where schemaname = %s", (schema,)).fetchall()
+        for (table,) in tables:
+            query = sql.SQL("select t::text from {}.{} as t where strpos(t::text, %s) > 0").format(
+                sql.Identifier(schema), sql.Identifier(table)
+            )
+            found += [(table, row[0]) for row in conn.execute(query, (needle,)).fetchall()]
+    return found
+
+
+async def test_canary_secret_never_reaches_storage_recall_export_or_logs(backends, pg_dsn, caplog):
+    caplog.set_level(logging.DEBUG)
+
+    async def scenario(backend):
+        memory = backend.memory(secrets=[CANARY], redactor=lambda text: text.replace("555-0100", "[PHONE]"))
+        await memory.remember(
+            [
+                {"id": "k1", "text": f"my api key is {CANARY}, call 555-0100", "consent": MemoryConsent(),
+                 "metadata": {"note": f"key={CANARY}", CANARY: ["nested", {"deep": CANARY}]}},
+                {"id": "k2", "text": "the key is rotated monthly", "consent": MemoryConsent()},
+            ],
+            wait=True,
+        )
+        await memory.update_working({"profile": {"token": CANARY}})
+        recalled = await memory.recall(f"what is the api key {CANARY}", top_k=5, message_range=1)
+        corrected = await memory.correct("k2", f"the key {CANARY} is rotated weekly")
+        exported = await memory.export_memory(memory.scope)
+        return recalled, corrected, exported, await memory.get_working(), await memory.render_working()
+
+    outcome = await backends.run(scenario)
+    text = repr(outcome)
+    assert CANARY not in text and "555-0100" not in text
+    assert REDACTED in text and "[PHONE]" in text
+    assert outcome[0]["hits"][0]["metadata"] == {"note": f"key={REDACTED}", REDACTED: ["nested", {"deep": REDACTED}]}
+    assert rows_containing(pg_dsn, CANARY) == []
+    assert len(rows_containing(pg_dsn, REDACTED)) >= 3  # entries k1, k2 and the working memory
+    assert CANARY not in caplog.text
+
+
+async def test_forgotten_text_is_in_no_table_of_the_schema(backends, pg_dsn):
+    secret = "forget-me-9d1e unique phrase"
+
+    async def scenario(backend):
+        memory = backend.memory()
+        await memory.remember(
+            [{"id": "f1", "text": secret, "metadata": {"copy": secret}}, {"id": "f2", "text": "stays"}], wait=True
+        )
+        return await memory.forget(["f1"]), [hit.id for hit in (await memory.recall(secret)).hits]
+
+    assert await backends.run(scenario) == [1, ["f2"]]
+    assert rows_containing(pg_dsn, "forget-me-9d1e") == []
+    assert rows_containing(pg_dsn, "stays") != []
+
+
+async def test_recall_checks_tombstones_with_an_index_not_a_scan(backends, pg_dsn):
+    memory = backends.postgres.memory()
+    await memory.remember([{"id": f"p{i}", "text": f"plan check {i}"} for i in range(200)], wait=True)
+    await memory.forget([f"p{i}" for i in range(0, 40)])
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        # Other tenants' entries and tombstones, so the tables look like a shared production corpus.
+        conn.execute(
+            "insert into prism_memory.semantic_memory (tenant_id, resource_id, thread_id, id, text, embedding, sequence) "
+            "select 'other-' || (n % 50), 'r', 't', 'e' || n, 'other text', array_fill(1::real, array[64])::vector, n "
+            "from generate_series(1, 4000) as n"
+        )
+        conn.execute(
+            "insert into prism_memory.semantic_memory_invalidation (tenant_id, resource_id, thread_id, entry_id, reason) "
+            "select 'other-' || (n % 50), 'r', 't', 'e' || n, 'deleted' from generate_series(1, 20000) as n"
+        )
+        conn.execute("analyze")
+        register_vector(conn)
+        notices: list[str] = []
+        conn.add_notice_handler(lambda diagnostic: notices.append(diagnostic.message_primary or ""))
+        for statement in (
+            "load 'auto_explain'",
+            "set auto_explain.log_min_duration = 0",
+            "set auto_explain.log_nested_statements = on",
+            "set auto_explain.log_level = 'notice'",
+            "set client_min_messages = 'notice'",
+        ):
+            conn.execute(statement)
+        query = backends.postgres.vector_store.queries.recall
+        vector = np.asarray(await memory.embedder.embed(["plan check"]), dtype=np.float32)[0]
+        for _ in range(6):  # past PL/pgSQL's switch to a generic plan
+            notices.clear()
+            conn.execute(query, ("t1", "user-ada", "thread-1", vector, "plan check", 8, 0, False)).fetchall()
+    plan = next(notice for notice in notices if "with scored as" in notice)
+    assert "Anti Join" in plan
+    assert "using semantic_memory_invalidation_pkey on semantic_memory_invalidation" in plan
+    assert "Seq Scan on semantic_memory_invalidation" not in plan
+    assert "Seq Scan on semantic_memory " not in plan
+
+
+async def test_revoked_ids_absent_is_an_invariant_over_every_surface(backends):
+    async def scenario(backend):
+        memory = backend.memory()
+        await memory.remember(
+            [{"id": "r1", "text": "secret plan", "consent": MemoryConsent()}, {"id": "r2", "text": "public plan",
+                                                                                "consent": MemoryConsent()}],
+            wait=True,
+        )
+        leaked_environment = {"recall": await memory.recall("plan", top_k=5)}
+        await memory.set_consent("r1", visible=False)
+        clean_environment = {
+            "recall": await memory.recall("plan", top_k=5),
+            "export": await memory.export_memory(memory.scope),
+            "prompt": "Memory: public plan",
+        }
+        return revoked_ids_absent(leaked_environment, ["r1"]), revoked_ids_absent(clean_environment, ["r1"])
+
+    leaked, clean = await backends.run(scenario)
+    assert leaked["score"] == 0.0 and leaked["metadata"]["invariant"] is True
+    assert leaked["metadata"]["leaks"] == [{"id": "r1", "where": "recall.hits[1]"}] or leaked["metadata"]["leaks"][0]["id"] == "r1"
+    assert clean == {"score": 1.0, "metadata": {"invariant": True, "leaks": [], "denied": ["r1"]}}
+    assert revoked_ids_absent({"events": [{"entry": {"id": "x"}}, "x"]}, ["x"]).score == 0.0
