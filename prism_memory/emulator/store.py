@@ -208,11 +208,20 @@ class MemoryVectorStore:
         tombstones = self._tombstones.setdefault(key, {})
         for entry_id in written:
             tombstones.pop(entry_id, None)
-        for row in written.values():
+        self._tombstone_from_sources(key, list(written))
+        return len(records)
+
+    def _tombstone_from_sources(self, key: tuple[str, str, str], ids: Sequence[str]) -> None:
+        """Mirror of ``tombstone_from_sources_v1``: an entry with an invalid lineage source is invalid."""
+        rows = self._threads.get(key, {})
+        tombstones = self._tombstones.setdefault(key, {})
+        for entry_id in ids:
+            row = rows.get(entry_id)
+            if row is None or entry_id in tombstones:
+                continue
             invalid = sorted(source for source in _sources(row) if source != row.id and self._invalid_source(key, source))
             if invalid:
                 tombstones[row.id] = ("source-invalidated", invalid[0])
-        return len(records)
 
     def _invalid_source(self, key: tuple[str, str, str], source: str) -> bool:
         if source in self._tombstones.get(key, {}):
@@ -355,9 +364,7 @@ class MemoryVectorStore:
         if revoking:
             invalidated = await self.invalidate(scope, [entry_id], "revoked", now)
         elif granting:
-            tombstone = self._tombstones.get(key, {}).get(entry_id)
-            if tombstone == ("revoked", entry_id):
-                del self._tombstones[key][entry_id]
+            self._tombstones.get(key, {}).pop(entry_id, None)
         row.consent_source = change.source or row.consent_source or "user"
         row.consent_scope = change.scope or row.consent_scope or "thread"
         row.consent_visible = False if revoking else row.consent_visible if change.visible is None else change.visible
@@ -369,6 +376,8 @@ class MemoryVectorStore:
             if revoking:
                 row.consent_revoked_at = change.revoked_at or now
         row.updated_at = now
+        if granting:
+            self._tombstone_from_sources(key, [entry_id])
         return row.record(invalidated)
 
     async def correct(

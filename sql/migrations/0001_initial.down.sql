@@ -10,6 +10,7 @@ drop function if exists {{schema}}.invalidate_v1(text, text, text, text[], text,
 drop type if exists {{schema}}.entry_record_v1;
 drop function if exists {{schema}}.recall_v1(text, text, text, vector, text, integer, integer, boolean);
 drop function if exists {{schema}}.remember_v1(text, text, text, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz);
+drop function if exists {{schema}}.tombstone_from_sources_v1(text, text, text, text[], timestamptz);
 drop function if exists {{schema}}.consent_is_valid_v1(jsonb);
 drop function if exists {{schema}}.lineage_is_valid_v1(jsonb);
 drop function if exists {{schema}}.update_working_v1(text, text, text, jsonb, bigint);

@@ -309,6 +309,32 @@ begin
 end;
 $$;
 
+-- Tombstones each of p_ids (that has none) whose metadata._lineage names a
+-- source that is tombstoned, revoked, invisible or held: "multi-source facts
+-- stay injectable only if none of their sources are invalidated".
+create function {{schema}}.tombstone_from_sources_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_ids text[], p_now timestamptz)
+returns void
+language sql volatile
+set search_path from current
+begin atomic
+  insert into {{invalidation}} (tenant_id, resource_id, thread_id, entry_id, reason, source_entry_id, created_at)
+  select p_tenant_id, p_resource_id, p_thread_id, e.id, 'source-invalidated', min(source.id), p_now
+  from {{entries}} e
+  cross join lateral jsonb_array_elements_text(coalesce(e.metadata -> '_lineage' -> 'sourceIds', '[]')) as source(id)
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+    and e.thread_id = p_thread_id and e.id = any(p_ids) and source.id <> e.id
+    and (exists (select 1 from {{invalidation}} i
+                 where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                   and i.thread_id = p_thread_id and i.entry_id = source.id)
+         or exists (select 1 from {{entries}} x
+                    where x.tenant_id = p_tenant_id and x.resource_id = p_resource_id
+                      and x.thread_id = p_thread_id and x.id = source.id
+                      and (not x.consent_visible or x.consent_revoked_at is not null or x.legal_hold)))
+  group by e.id
+  on conflict do nothing;
+end;
+
 -- Upserts a batch of entries into one thread, all or nothing. Arrays are
 -- parallel (one element per entry); p_metadata, p_sequences and p_importance
 -- may be null. A missing sequence keeps the stored entry's sequence, or for a
@@ -429,25 +455,11 @@ begin
         consent_visible = excluded.consent_visible, consent_granted_at = excluded.consent_granted_at,
         consent_revoked_at = excluded.consent_revoked_at, updated_at = p_now;
 
-  -- A written entry is invalidated exactly when one of its lineage sources is:
-  -- clear its old tombstone, then add one if a source is tombstoned, revoked,
-  -- invisible or held.
+  -- A written entry is invalidated exactly when one of its lineage sources is.
   delete from {{invalidation}} i
   where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
     and i.thread_id = p_thread_id and i.entry_id = any(p_ids);
-  insert into {{invalidation}} (tenant_id, resource_id, thread_id, entry_id, reason, source_entry_id, created_at)
-  select p_tenant_id, p_resource_id, p_thread_id, e.id, 'source-invalidated', min(source.id), p_now
-  from unnest(p_ids, p_metadata) as e(id, metadata)
-  cross join lateral jsonb_array_elements_text(coalesce(e.metadata -> '_lineage' -> 'sourceIds', '[]')) as source(id)
-  where source.id <> e.id
-    and (exists (select 1 from {{invalidation}} i
-                 where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-                   and i.thread_id = p_thread_id and i.entry_id = source.id)
-         or exists (select 1 from {{entries}} x
-                    where x.tenant_id = p_tenant_id and x.resource_id = p_resource_id
-                      and x.thread_id = p_thread_id and x.id = source.id
-                      and (not x.consent_visible or x.consent_revoked_at is not null or x.legal_hold)))
-  group by e.id;
+  perform tombstone_from_sources_v1(p_tenant_id, p_resource_id, p_thread_id, p_ids, p_now);
   return v_count;
 end;
 $$;
@@ -680,8 +692,9 @@ $$;
 -- Grants or revokes consent on one entry without re-embedding. NULL leaves a
 -- field as it is. Revoking (p_visible false, or p_revoked_at given) writes the
 -- tombstones first (invalidate_v1 'revoked'); granting (p_visible true) clears
--- the entry's own 'revoked' tombstone and its revoked_at (dependents stay
--- invalidated: regenerate them from the remaining evidence). A legacy entry
+-- the entry's tombstone and its revoked_at, unless one of its own sources is
+-- still invalid (dependents stay invalidated: regenerate them from the
+-- remaining evidence). A legacy entry
 -- becomes explicitly consented (source user, scope thread unless given).
 create function {{schema}}.set_consent_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_entry_id text,
@@ -717,25 +730,32 @@ begin
                                               array[p_entry_id], 'revoked', p_now) as x);
   elsif v_granting then
     delete from {{invalidation}} i
-    where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id and i.thread_id = p_thread_id
-      and i.entry_id = p_entry_id and i.source_entry_id = p_entry_id and i.reason = 'revoked';
+    where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+      and i.thread_id = p_thread_id and i.entry_id = p_entry_id;
+  end if;
+  update {{entries}} e
+  set consent_source = coalesce(p_source, e.consent_source, 'user'),
+      consent_scope = coalesce(p_scope, e.consent_scope, 'thread'),
+      consent_visible = case when v_revoking then false else coalesce(p_visible, e.consent_visible) end,
+      consent_granted_at = case when v_granting then coalesce(p_granted_at, p_now)
+                                else coalesce(p_granted_at, e.consent_granted_at) end,
+      consent_revoked_at = case when v_granting then null
+                                when v_revoking then coalesce(p_revoked_at, p_now)
+                                else e.consent_revoked_at end,
+      updated_at = p_now
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+    and e.thread_id = p_thread_id and e.id = p_entry_id;
+  if v_granting then
+    -- Still invalid while one of its own sources is.
+    perform tombstone_from_sources_v1(p_tenant_id, p_resource_id, p_thread_id, array[p_entry_id], p_now);
   end if;
   return query
-    update {{entries}} e
-    set consent_source = coalesce(p_source, e.consent_source, 'user'),
-        consent_scope = coalesce(p_scope, e.consent_scope, 'thread'),
-        consent_visible = case when v_revoking then false else coalesce(p_visible, e.consent_visible) end,
-        consent_granted_at = case when v_granting then coalesce(p_granted_at, p_now)
-                                  else coalesce(p_granted_at, e.consent_granted_at) end,
-        consent_revoked_at = case when v_granting then null
-                                  when v_revoking then coalesce(p_revoked_at, p_now)
-                                  else e.consent_revoked_at end,
-        updated_at = p_now
+    select e.id, e.text, e.metadata, e.sequence, e.importance, e.consent_source, e.consent_scope,
+           e.consent_visible, e.consent_granted_at, e.consent_revoked_at, e.legal_hold,
+           e.created_at, e.updated_at, v_invalidated
+    from {{entries}} e
     where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
-      and e.thread_id = p_thread_id and e.id = p_entry_id
-    returning e.id, e.text, e.metadata, e.sequence, e.importance, e.consent_source, e.consent_scope,
-              e.consent_visible, e.consent_granted_at, e.consent_revoked_at, e.legal_hold,
-              e.created_at, e.updated_at, v_invalidated;
+      and e.thread_id = p_thread_id and e.id = p_entry_id;
 end;
 $$;
 
