@@ -31,6 +31,8 @@ from psycopg import sql
 from _common import emit, local_postgres, log, scratch_schema
 
 BATCH = 128
+#: Share of every thread's entries tombstoned for the second measurement.
+TOMBSTONED = 0.10
 TABLE = "semantic_memory"
 
 NAMES = ["Alice", "Bob", "Carmen", "Dmitri", "Esha", "Farid", "Grace", "Hiro", "Ines", "Jonah", "Kemi", "Luca"]
@@ -138,7 +140,9 @@ def explain_recall(dsn: str, recall_sql, scope: Scope, queries, calls: int = 8) 
         for n in range(calls):
             notices.clear()
             text, vector = queries[n % len(queries)]
-            conn.execute(recall_sql, (scope.tenant_id, scope.resource_id, scope.thread_id, vector, text, 8, 0)).fetchall()
+            conn.execute(
+                recall_sql, (scope.tenant_id, scope.resource_id, scope.thread_id, vector, text, 8, 0, False)
+            ).fetchall()
     return "\n\n".join(notice for notice in notices if re.search(rf"\b{TABLE}\b", notice))
 
 
@@ -147,6 +151,12 @@ def plan_uses_scope_index(plan: str) -> bool:
     index_scan = re.search(rf"Index (Only )?Scan (Backward )?(using|on) {TABLE}_(scope_idx|pkey)\b", plan)
     seq_scan = re.search(rf"Seq Scan on (\S+\.)?{TABLE}\b", plan)
     return bool(index_scan) and not seq_scan
+
+
+def tombstone_check_uses_index(plan: str) -> bool:
+    """True when recall's tombstone anti-join probes the invalidation table's primary key, never a Seq Scan."""
+    index = re.search(rf"(Index|Index Only) Scan using {TABLE}_invalidation_pkey", plan)
+    return bool(index) and f"Seq Scan on {TABLE}_invalidation" not in plan
 
 
 async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
@@ -170,12 +180,25 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         log(f"ingest: {total / seconds:,.0f} entries/s ({seconds:.1f} s)")
         timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries)
         recall_sql = stores.vector_store.queries.recall  # the very statement the store sends
+        plan = explain_recall(dsn, recall_sql, main_scope, queries)
+        log(f"tombstoning {TOMBSTONED:.0%} of every thread's entries (invalidate_v1)")
+        for scope, records in threads:
+            doomed = [record.id for record in records[:: round(1 / TOMBSTONED)]]
+            for start in range(0, len(doomed), 64):
+                await stores.vector_store.invalidate(scope, doomed[start : start + 64], "revoked")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for table in (TABLE, f"{TABLE}_invalidation"):
+                conn.execute(sql.SQL("analyze {}.{}").format(sql.Identifier(schema), sql.Identifier(table)))
+        tombstoned_timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries)
+        tombstoned_plan = explain_recall(dsn, recall_sql, main_scope, queries)
     finally:
         await stores.close()
-    plan = explain_recall(dsn, recall_sql, main_scope, queries)
     log("recall_v1 nested plan (auto_explain, last of 8 calls):\n" + plan)
+    log("with tombstones:\n" + tombstoned_plan)
     p50, p99 = np.percentile(timings, [50, 99])
+    tombstoned_p50 = float(np.percentile(tombstoned_timings, 50))
     log(f"recall over {len(timings)} queries: p50 {p50:.2f} ms, p99 {p99:.2f} ms, mean {timings.mean():.2f} ms")
+    log(f"with {TOMBSTONED:.0%} tombstoned: p50 {tombstoned_p50:.2f} ms")
     return {
         "ingest_entries_per_s": round(total / seconds, 1),
         "recall_p50_ms": round(float(p50), 3),
@@ -183,6 +206,8 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         "recall_mean_ms": round(float(timings.mean()), 3),
         "recall_queries": len(timings),
         "plan_uses_scope_index": plan_uses_scope_index(plan),
+        "recall_p50_ms_with_tombstones": round(tombstoned_p50, 3),
+        "tombstone_check_uses_index": tombstone_check_uses_index(tombstoned_plan),
         "entries_in_thread": len(threads[0][1]),
         "total_entries": total,
         "threads": len(threads),

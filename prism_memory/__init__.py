@@ -15,15 +15,15 @@ from .errors import (
     EntryNotFoundError,
     IdentityMismatchError,
     InvalidCursorError,
-    LifecycleOrderError,
-    LineageLimitError,
-    OperationTimeoutError,
     InvalidEmbeddingError,
     InvalidEntryError,
     InvalidIdentifierError,
     InvalidQueryError,
     InvalidScopeError,
+    LifecycleOrderError,
     LimitExceededError,
+    LineageLimitError,
+    OperationTimeoutError,
     PayloadTooLargeError,
     PrismMemoryError,
     SchemaVersionError,
@@ -34,8 +34,8 @@ from .errors import (
 )
 from .invariants import InvariantResult, revoked_ids_absent
 from .memory import Memory, create_memory
-from .redaction import REDACTED
 from .postgres import PostgresMemoryStores, PostgresVectorStore, PostgresWorkingStore, create_postgres_memory_stores
+from .redaction import REDACTED
 from .schema import build_memory_ddl, build_vector_search_ddl
 from .stores import VectorStore, WorkingStore
 from .types import (
@@ -48,10 +48,10 @@ from .types import (
     MemoryLineage,
     MemoryRecord,
     RebuildResult,
-    RetentionResult,
     RecallHit,
     RecallResult,
     RememberResult,
+    RetentionResult,
     Scope,
     WorkingMemoryRecord,
 )

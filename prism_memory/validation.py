@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from .errors import InvalidEntryError, InvalidScopeError, PayloadTooLargeError

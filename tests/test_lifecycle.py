@@ -3,8 +3,6 @@
 from datetime import datetime, timedelta, timezone
 
 import pytest
-
-from parity import Raised
 from prism_memory import (
     EntryNotFoundError,
     IdentityMismatchError,
@@ -17,6 +15,8 @@ from prism_memory import (
     Scope,
     create_hash_embedder,
 )
+
+from parity import Raised
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
 EXPLICIT = MemoryConsent(source="user", scope="thread", visible=True)

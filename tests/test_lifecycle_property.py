@@ -12,10 +12,10 @@ import uuid
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from prism_memory import EntryNotFoundError, MemoryConsent
 
 from conftest import TEST_CONFIG
 from parity import Backends, assert_same, normalise
-from prism_memory import EntryNotFoundError, MemoryConsent
 
 IDS = ["a", "b", "c", "d"]
 WORDS = ["apple", "river", "stone", "cloud", "maple", "ember"]

@@ -5,9 +5,8 @@ import logging
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
-from psycopg import sql
-
 from prism_memory import REDACTED, MemoryConsent, revoked_ids_absent
+from psycopg import sql
 
 CANARY = "sk-canary-7f3a9c"
 

@@ -27,3 +27,16 @@ def test_ci_runs_the_readme_test_command():
     assert "<!-- test-command -->" in ci
     command = README.split("<!-- test-command -->", 1)[1].split("```bash\n", 1)[1].split("\n", 1)[0]
     assert command.startswith("python3 -m venv .venv") and "pytest" in command
+
+
+def test_lifecycle_example_runs_and_prints_what_its_comments_say(capsys):
+    block = README.split("## Consent, lineage and the memory lifecycle", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(block, "README lifecycle example", "exec"), {})
+    assert capsys.readouterr().out.splitlines() == [
+        "invalidated ['fact', 'job']",
+        "['home']",
+        "invalidated ['fact', 'home']",
+        "invalidated ['fact', 'job']",
+        "1",
+        "[] None",
+    ]
