@@ -372,7 +372,7 @@ class Memory:
         """
         thread = self._thread_scope()
         entry_id = self._entry_id(entry_id)
-        [item] = [self._redact_entry(MemoryEntry(entry_id, text))]
+        item = self._redact_entry(MemoryEntry(entry_id, text))
         check_entry(item, 1, self.limits.entry_bytes)
         [vector] = await embed_batched(self.embedder, [item.text], 1)
         record, invalidated = await self.vector_store.correct(thread, entry_id, item.text, vector, now=self._now())

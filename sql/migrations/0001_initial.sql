@@ -336,10 +336,13 @@ begin atomic
 end;
 
 -- Upserts a batch of entries into one thread, all or nothing. Arrays are
--- parallel (one element per entry); p_metadata, p_sequences and p_importance
--- may be null. A missing sequence keeps the stored entry's sequence, or for a
--- new entry takes (max sequence in the thread) + (position in the batch).
--- Importance is clamped to [0, 1]. Returns the number of entries written.
+-- parallel (one element per entry); p_metadata, p_sequences, p_importance and
+-- p_consent may be null. A missing sequence keeps the stored entry's sequence,
+-- or for a new entry takes (max sequence in the thread) + (position in the
+-- batch); a missing consent keeps the stored one (legacy for a new entry).
+-- Importance is clamped to [0, 1]; metadata._lineage is checked; created_at
+-- and updated_at are p_now. A written entry is tombstoned exactly when one of
+-- its lineage sources is invalid. Returns the number of entries written.
 create function {{schema}}.remember_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text,
   p_ids text[], p_texts text[], p_embeddings vector[],
