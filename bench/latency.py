@@ -141,7 +141,7 @@ def explain_recall(dsn: str, recall_sql, scope: Scope, queries, calls: int = 8) 
             notices.clear()
             text, vector = queries[n % len(queries)]
             conn.execute(
-                recall_sql, (scope.tenant_id, scope.resource_id, scope.thread_id, vector, text, 8, 0, False)
+                recall_sql, (scope.tenant_id, scope.resource_id, scope.thread_id, vector, text, 8, 0, False, None, None)
             ).fetchall()
     return "\n\n".join(notice for notice in notices if re.search(rf"\b{TABLE}\b", notice))
 

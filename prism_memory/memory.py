@@ -49,6 +49,8 @@ from .validation import (
     check_consent_change,
     check_entry,
     check_scope,
+    check_scope_id,
+    check_shared_ids,
     check_unique_ids,
     to_entry,
 )
@@ -276,6 +278,7 @@ class Memory:
         top_k: int | None = None,
         message_range: int | None = None,
         require_consent: bool | None = None,
+        share_from_parent_thread_id: str | None = None,
     ) -> RecallResult:
         """Top-``top_k`` injectable entries of this thread for ``query``, plus adjacent entries.
 
@@ -284,8 +287,10 @@ class Memory:
         come back, and with ``require_consent`` (default: the memory's) neither
         do legacy entries without explicit consent. ``top_k`` defaults to
         ``limits.top_k`` (1..32) and ``message_range`` to
-        ``limits.message_range`` (0..4). Waits for this memory's pending
-        writes first. Raises :class:`InvalidQueryError` for a blank query or
+        ``limits.message_range`` (0..4). With ``share_from_parent_thread_id``
+        the entries that thread shared with this one (:meth:`share_with`) take
+        part too, while the grant is live; adjacency never reaches an entry
+        that was not shared. Waits for this memory's pending writes first. Raises :class:`InvalidQueryError` for a blank query or
         one with a NUL or lone surrogate, :class:`PayloadTooLargeError` for one
         over ``limits.query_bytes``, and :class:`LimitExceededError` for an
         option out of range. Score and ordering: README, "Recall score".
@@ -314,12 +319,44 @@ class Memory:
         query = self._redaction.text(query) if self._redaction.active else query
         await self.flush()
         [vector] = await embed_batched(self.embedder, [query], 1)
-        result = await self.vector_store.recall(scope, vector, query, top_k, message_range, require_consent)
+        if share_from_parent_thread_id is not None:
+            check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
+        result = await self.vector_store.recall(
+            scope, vector, query, top_k, message_range, require_consent, share_from_parent_thread_id, now=self._now()
+        )
         if not self._redaction.active:
             return result
         return RecallResult(
             [self._redact_record(hit) for hit in result.hits], [self._redact_record(entry) for entry in result.adjacent]
         )
+
+    async def share_with(
+        self,
+        child_thread_id: str,
+        source_ids: Sequence[str],
+        expires_at: datetime | None = None,
+        child_resource_id: str | None = None,
+    ) -> int:
+        """Let a child thread recall ``source_ids`` of this (parent) thread (seed: ``shareWith``).
+
+        The grant is an allow-list of at most 256 entry ids for exactly one
+        child (``child_thread_id`` of ``child_resource_id``, by default this
+        memory's resource, e.g. a delegated agent's derived resource), in this
+        tenant only. It ends at ``expires_at`` (timezone-aware, in the future),
+        checked whenever it is read. An empty ``source_ids`` revokes it.
+        Returns the number of ids granted. Sibling threads, other tenants and
+        expired or revoked grants see nothing.
+        """
+        scope = self._thread_scope()
+        child_resource_id = self.scope.resource_id if child_resource_id is None else child_resource_id
+        check_scope(Scope(self.scope.tenant_id, child_resource_id, child_thread_id), thread_required=True)
+        ids = check_shared_ids(source_ids)
+        check_aware(expires_at, "expires_at")
+        return await self.vector_store.share_with(scope, child_resource_id, child_thread_id, ids, expires_at, now=self._now())
+
+    async def revoke_share(self, child_thread_id: str, child_resource_id: str | None = None) -> None:
+        """End the grant to the child thread (seed: ``revokeShare``); same as ``share_with(child, [])``."""
+        await self.share_with(child_thread_id, [], child_resource_id=child_resource_id)
 
     # -- consent and lifecycle ------------------------------------------
 

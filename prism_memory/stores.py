@@ -34,8 +34,22 @@ class VectorStore(Protocol):
         top_k: int,
         message_range: int,
         require_consent: bool = False,
+        share_from_parent_thread_id: str | None = None,
+        now: datetime | None = None,
     ) -> RecallResult:
-        """[recall_v1] Top-``top_k`` injectable hits of the thread by the default score, plus adjacent entries."""
+        """[recall_v1] Top-``top_k`` injectable hits of the thread (and of live grants) by the default score, plus adjacent entries."""
+        ...
+
+    async def share_with(
+        self,
+        scope: Scope,
+        child_resource_id: str,
+        child_thread_id: str,
+        source_ids: Sequence[str],
+        expires_at: datetime | None = None,
+        now: datetime | None = None,
+    ) -> int:
+        """[share_with_v1] Grant (no ids: revoke) a child thread's read of ``source_ids`` of ``scope``'s thread."""
         ...
 
     async def invalidate(self, scope: Scope, ids: Sequence[str], reason: str, now: datetime | None = None) -> list[str]:

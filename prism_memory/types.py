@@ -158,7 +158,10 @@ class RetentionResult:
 
 @dataclass(frozen=True, slots=True)
 class RecallHit:
-    """A recall hit. ``score = similarity + 0.25 * lexical`` (README, "Recall score")."""
+    """A recall hit. ``score = similarity + 0.25 * lexical`` (README, "Recall score").
+
+    ``thread_id``/``resource_id`` say where the entry lives: the memory's own
+    thread, or a parent thread that shared it."""
 
     id: str
     text: str
@@ -168,6 +171,8 @@ class RecallHit:
     similarity: float
     lexical: float
     importance: float | None = None
+    thread_id: str | None = None
+    resource_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +184,8 @@ class AdjacentEntry:
     metadata: dict[str, Any]
     sequence: int
     importance: float | None = None
+    thread_id: str | None = None
+    resource_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -237,6 +237,16 @@ def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, 
     return stored
 
 
+def check_shared_ids(ids: Sequence[str]) -> list[str]:
+    """Ids of a share grant: non-blank strings of at most 512 bytes (mirror of ``share_with_v1``)."""
+    if isinstance(ids, str) or not isinstance(ids, Sequence):
+        raise InvalidEntryError("shared ids must be a list of entry ids")
+    for entry_id in ids:
+        if not isinstance(entry_id, str) or not entry_id.strip() or len(_utf8(entry_id, "shared id", InvalidEntryError)) > MAX_ENTRY_ID_BYTES:
+            raise InvalidEntryError(f"shared ids must be non-blank strings of at most {MAX_ENTRY_ID_BYTES} bytes, got {entry_id!r}")
+    return list(ids)
+
+
 def check_unique_ids(ids: Sequence[str]) -> None:
     """Raise :class:`InvalidEntryError` when an id appears twice in one batch."""
     seen: set[str] = set()

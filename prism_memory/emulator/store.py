@@ -53,7 +53,15 @@ from ..types import (
     WorkingMemoryRecord,
     check_int_option,
 )
-from ..validation import STORE_WORKING_MEMORY_BYTES, check_consent_change, check_records, check_scope, json_document
+from ..validation import (
+    STORE_WORKING_MEMORY_BYTES,
+    check_consent_change,
+    check_records,
+    check_scope,
+    check_scope_id,
+    check_shared_ids,
+    json_document,
+)
 
 
 def _now() -> datetime:
@@ -144,6 +152,7 @@ class MemoryVectorStore:
         self.dimensions = dimensions
         self._threads: dict[tuple[str, str, str], dict[str, _Row]] = {}
         self._tombstones: dict[tuple[str, str, str], dict[str, tuple[str, str]]] = {}
+        self._grants: dict[tuple[str, str, str, str, str], tuple[frozenset[str], datetime | None]] = {}
 
     @staticmethod
     def _key(scope: Scope) -> tuple[str, str, str]:
@@ -240,47 +249,98 @@ class MemoryVectorStore:
         top_k: int,
         message_range: int,
         require_consent: bool = False,
+        share_from_parent_thread_id: str | None = None,
+        now: datetime | None = None,
     ) -> RecallResult:
-        """Mirror of ``recall_v1``: the consent gate, then an exact scored scan of the thread, then adjacency."""
+        """Mirror of ``recall_v1``: own thread plus live grants, the consent gate, an exact scored scan, adjacency."""
         key = self._key(scope)
         check_int_option("top_k", top_k, 1, HARD_CAPS["top_k"])
         check_int_option("message_range", message_range, 0, HARD_CAPS["message_range"])
         if len((query_text or "").encode("utf-8")) > HARD_CAPS["query_bytes"]:
             raise PayloadTooLargeError("the query text is over the 64 KiB hard cap")
+        if share_from_parent_thread_id is not None:
+            check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         query = _float32(query_embedding, "query embedding")
-        all_rows = self._threads.get(key, {})
-        self._check_dimensions(all_rows, query.shape[0])
-        rows = [row for row in all_rows.values() if self._visible(key, row, require_consent)]
+        self._check_dimensions(self._threads.get(key, {}), query.shape[0])
+        now = now or _now()
 
+        granted: dict[tuple[str, str, str], set[str]] = {}
+        if share_from_parent_thread_id is not None:
+            for (tenant, resource, parent, child_resource, child_thread), (ids, expires_at) in self._grants.items():
+                if (tenant, child_resource, child_thread, parent) == (
+                    scope.tenant_id, scope.resource_id, scope.thread_id, share_from_parent_thread_id
+                ) and (expires_at is None or expires_at > now):
+                    granted.setdefault((tenant, resource, parent), set()).update(ids)
+
+        def allowed(where: tuple[str, str, str], row: _Row) -> bool:
+            in_scope = where == key or row.id in granted.get(where, ())
+            return in_scope and self._visible(where, row, require_consent)
+
+        pool = [(where, row) for where in dict.fromkeys([key, *granted])
+                for row in self._threads.get(where, {}).values() if allowed(where, row)]
         query_terms = set(lexical_terms(query_text or ""))
         query_norm_squared = _norm_squared(query)
         query_double = query.astype(np.float64)
         scored = []
-        for row in rows:
+        for where, row in pool:
             dot = float(np.dot(row.embedding.astype(np.float64), query_double))
             cosine = dot / math.sqrt(row.norm_squared * query_norm_squared)
             cosine = 1.0 if cosine > 1 else -1.0 if cosine < -1 else cosine
             similarity = 1.0 - (1.0 - cosine)
             lexical = len(query_terms & row.terms) / len(query_terms) if query_terms else 0.0
             score = similarity + LEXICAL_WEIGHT * lexical
-            scored.append((-score, row.sequence, row.id, row, similarity, lexical, score))
-        scored.sort(key=lambda item: item[:3])
+            scored.append(((-score, row.sequence, row.id, where[2], where[1]), where, row, similarity, lexical, score))
+        scored.sort(key=lambda item: item[0])
+        top = scored[:top_k]
         hits = [
-            RecallHit(row.id, row.text, copy.deepcopy(row.metadata), row.sequence, score, similarity, lexical, row.importance)
-            for (_, _, _, row, similarity, lexical, score) in scored[:top_k]
+            RecallHit(row.id, row.text, copy.deepcopy(row.metadata), row.sequence, score, similarity, lexical,
+                      row.importance, where[2], where[1])
+            for (_, where, row, similarity, lexical, score) in top
         ]
         adjacent: list[AdjacentEntry] = []
-        if message_range > 0 and hits:
-            hit_ids = {hit.id for hit in hits}
-            windows = [(hit.sequence - message_range, hit.sequence + message_range) for hit in hits]
-            near = [
-                row
-                for row in rows
-                if row.id not in hit_ids and any(low <= row.sequence <= high for low, high in windows)
+        if message_range > 0 and top:
+            hit_keys = {(where, row.id) for (_, where, row, *_rest) in top}
+            near = {
+                (where, other.id): (where, other)
+                for (_, where, row, *_rest) in top
+                for other in self._threads.get(where, {}).values()
+                if abs(other.sequence - row.sequence) <= message_range
+                and (where, other.id) not in hit_keys
+                and allowed(where, other)
+            }
+            ordered = sorted(near.values(), key=lambda item: (item[1].sequence, item[1].id, item[0][2], item[0][1]))
+            adjacent = [
+                AdjacentEntry(row.id, row.text, copy.deepcopy(row.metadata), row.sequence, row.importance, where[2], where[1])
+                for where, row in ordered
             ]
-            near.sort(key=lambda row: (row.sequence, row.id))
-            adjacent = [AdjacentEntry(row.id, row.text, copy.deepcopy(row.metadata), row.sequence, row.importance) for row in near]
         return RecallResult(hits, adjacent)
+
+    async def share_with(
+        self,
+        scope: Scope,
+        child_resource_id: str,
+        child_thread_id: str,
+        source_ids: Sequence[str],
+        expires_at: datetime | None = None,
+        now: datetime | None = None,
+    ) -> int:
+        """Mirror of ``share_with_v1``: grant the child's read of ``source_ids``; no ids revokes."""
+        self._key(scope)
+        check_scope(Scope(scope.tenant_id, child_resource_id, child_thread_id), thread_required=True)
+        if (child_resource_id, child_thread_id) == (scope.resource_id, scope.thread_id):
+            raise InvalidEntryError("a thread cannot share with itself")
+        if len(source_ids) > 256:
+            raise LimitExceededError(f"a share grant lists at most 256 ids, got {len(source_ids)}")
+        check_shared_ids(source_ids)
+        now = now or _now()
+        if expires_at is not None and expires_at <= now:
+            raise LimitExceededError("expires_at must be in the future")
+        grant_key = (scope.tenant_id, scope.resource_id, scope.thread_id or "", child_resource_id, child_thread_id)
+        if not source_ids:
+            self._grants.pop(grant_key, None)
+            return 0
+        self._grants[grant_key] = (frozenset(source_ids), expires_at)
+        return len(set(source_ids))
 
     def _walk(self, key: tuple[str, str, str], ids: Sequence[str]) -> list[tuple[str, str]]:
         """Mirror of invalidate_v1's lineage walk: (dependent, source) steps over simple paths; caps raise."""

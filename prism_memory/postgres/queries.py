@@ -27,6 +27,7 @@ class Queries:
     list_entries: sql.Composed
     count_entries: sql.Composed
     reembed: sql.Composed
+    share_with: sql.Composed
 
 
 #: The columns of ``entry_record_v1``, in order.
@@ -66,11 +67,12 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "p_consent => %s::jsonb[], p_now => %s::timestamptz)"
         ),
         recall=q(
-            "select kind, rank, id, text, metadata, sequence, importance, similarity, lexical, score "
-            "from {s}.recall_v1("
+            "select kind, rank, resource_id, thread_id, id, text, metadata, sequence, importance, "
+            "similarity, lexical, score from {s}.recall_v1("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
             "p_query_embedding => %s::{vector}, p_query_text => %s::text, "
-            "p_top_k => %s::integer, p_message_range => %s::integer, p_require_consent => %s::boolean)"
+            "p_top_k => %s::integer, p_message_range => %s::integer, p_require_consent => %s::boolean, "
+            "p_share_parent_thread_id => %s::text, p_now => %s::timestamptz)"
         ),
         invalidate=q(
             "select entry_id from {s}.invalidate_v1("
@@ -111,5 +113,11 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "select {s}.reembed_v1("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
             "p_ids => %s::text[], p_embeddings => %s::{vector}[])"
+        ),
+        share_with=q(
+            "select {s}.share_with_v1("
+            "p_tenant_id => %s::text, p_resource_id => %s::text, p_parent_thread_id => %s::text, "
+            "p_child_resource_id => %s::text, p_child_thread_id => %s::text, p_source_ids => %s::text[], "
+            "p_expires_at => %s::timestamptz, p_now => %s::timestamptz)"
         ),
     )

@@ -97,6 +97,8 @@ class PostgresVectorStore(_PostgresBase):
         top_k: int,
         message_range: int,
         require_consent: bool = False,
+        share_from_parent_thread_id: str | None = None,
+        now: datetime | None = None,
     ) -> RecallResult:
         """One ``recall_v1`` call; rows come back hits first (by rank), then adjacent entries."""
         rows = await self._fetch(
@@ -108,16 +110,37 @@ class PostgresVectorStore(_PostgresBase):
                 top_k,
                 message_range,
                 require_consent,
+                share_from_parent_thread_id,
+                now or datetime.now(timezone.utc),
             ),
         )
         hits: list[RecallHit] = []
         adjacent: list[AdjacentEntry] = []
-        for kind, _rank, entry_id, text, metadata, sequence, importance, similarity, lexical, score in rows:
+        for (kind, _rank, resource_id, thread_id, entry_id, text, metadata, sequence, importance,
+             similarity, lexical, score) in rows:
             if kind == "hit":
-                hits.append(RecallHit(entry_id, text, metadata, sequence, score, similarity, lexical, importance))
+                hits.append(
+                    RecallHit(entry_id, text, metadata, sequence, score, similarity, lexical, importance, thread_id, resource_id)
+                )
             else:
-                adjacent.append(AdjacentEntry(entry_id, text, metadata, sequence, importance))
+                adjacent.append(AdjacentEntry(entry_id, text, metadata, sequence, importance, thread_id, resource_id))
         return RecallResult(hits, adjacent)
+
+    async def share_with(
+        self,
+        scope: Scope,
+        child_resource_id: str,
+        child_thread_id: str,
+        source_ids: Sequence[str],
+        expires_at: datetime | None = None,
+        now: datetime | None = None,
+    ) -> int:
+        """One ``share_with_v1`` call: grant (or, with no ids, revoke) the child's read of ``source_ids``."""
+        [(granted,)] = await self._fetch(
+            self.queries.share_with,
+            (*_scope(scope), child_resource_id, child_thread_id, list(source_ids), expires_at, now or datetime.now(timezone.utc)),
+        )
+        return int(granted)
 
     async def invalidate(self, scope: Scope, ids: Sequence[str], reason: str, now: datetime | None = None) -> list[str]:
         """One ``invalidate_v1`` call: tombstones land before any body is deleted; returns every invalidated id."""

@@ -83,6 +83,10 @@ alter table {{entries}} alter column embedding set storage {{embedding_storage}}
 create index {{entries_scope_idx}} on {{entries}} (tenant_id, resource_id, thread_id, sequence);
 create index {{entries_tsv_idx}} on {{entries}} using gin (text_tsv);
 create index {{entries_lineage_idx}} on {{entries}} using gin ((metadata -> '_lineage' -> 'sourceIds'));
+-- tenant, resource and thread are strongly correlated: without these the planner
+-- multiplies their selectivities and expects a few rows per thread.
+create statistics {{entries_scope_stats}} (ndistinct, dependencies)
+  on tenant_id, resource_id, thread_id from {{entries}};
 
 -- Tombstones: recall excludes an entry with an indexed NOT EXISTS on this key.
 create table {{invalidation}} (
@@ -95,18 +99,25 @@ create table {{invalidation}} (
   created_at      timestamptz not null default now(),
   primary key (tenant_id, resource_id, thread_id, entry_id)
 );
+create statistics {{invalidation_scope_stats}} (ndistinct, dependencies)
+  on tenant_id, resource_id, thread_id from {{invalidation}};
 
--- Parent-to-child thread share grants (allow-lists with an expiry).
+-- Parent-to-child thread share grants: the child thread (of the parent's or a
+-- derived child resource) may recall the listed entries of the parent thread
+-- until expires_at. Tenant-bound by the key; read with the child's key.
 create table {{share_grant}} (
-  tenant_id        text        not null,
-  resource_id      text        not null,
-  parent_thread_id text        not null,
-  child_thread_id  text        not null,
-  source_ids       text[]      not null,
-  expires_at       timestamptz,
-  created_at       timestamptz not null default now(),
-  primary key (tenant_id, resource_id, parent_thread_id, child_thread_id)
+  tenant_id         text        not null,
+  resource_id       text        not null,
+  parent_thread_id  text        not null,
+  child_resource_id text        not null,
+  child_thread_id   text        not null,
+  source_ids        text[]      not null,
+  expires_at        timestamptz,
+  created_at        timestamptz not null default now(),
+  primary key (tenant_id, resource_id, parent_thread_id, child_resource_id, child_thread_id)
 );
+create index {{share_grant_child_idx}} on {{share_grant}}
+  (tenant_id, child_resource_id, child_thread_id, parent_thread_id);
 
 -- RAG document ACL: grants of a source to a principal or a group.
 create table {{rag_source_acl}} (
@@ -211,11 +222,13 @@ $$;
 -- columns (tombstones are checked separately, with an indexed NOT EXISTS):
 -- visible, not revoked, not under legal hold, and explicitly consented when
 -- p_require_consent. Inlined into the queries that use it.
-create function {{schema}}.is_injectable_v1(p_entry {{entries}}, p_require_consent boolean)
+create function {{schema}}.is_injectable_v1(
+  p_visible boolean, p_revoked_at timestamptz, p_legal_hold boolean, p_consent_source text,
+  p_require_consent boolean)
 returns boolean
 language sql immutable parallel safe
-return p_entry.consent_visible and p_entry.consent_revoked_at is null and not p_entry.legal_hold
-       and (not p_require_consent or p_entry.consent_source is not null);
+return p_visible and p_revoked_at is null and not p_legal_hold
+       and (not p_require_consent or p_consent_source is not null);
 
 -- metadata._lineage: absent, or {"sourceIds": [1..32 non-blank ids of at most
 -- 512 bytes], "reason": optional text}.
@@ -467,33 +480,49 @@ begin
 end;
 $$;
 
--- Semantic recall over one thread: an exact scan on the scope index.
+-- The lexical leg of the score: the share of the query's distinct terms
+-- (p_terms, with p_any_term their OR) that the entry's text_tsv holds; 0 when
+-- the query has no terms. Inlined into recall.
+create function {{schema}}.lexical_score_v1(p_text_tsv tsvector, p_terms text[], p_any_term tsquery)
+returns double precision
+language sql immutable parallel safe
+return case when coalesce(cardinality(p_terms), 0) = 0 or not (p_text_tsv @@ p_any_term) then 0::float8
+            else (length(p_text_tsv) - length(ts_delete(p_text_tsv, p_terms)))::float8 / cardinality(p_terms)
+       end;
+
+-- Semantic recall over one thread, behind the consent gate, plus the entries a
+-- live share grant from p_share_parent_thread_id lets this thread read.
 --   similarity = 1 - cosine distance (pgvector <=>), in [-1, 1]
 --   lexical    = share of the query's distinct lexical terms found in the entry, in [0, 1]
 --   score      = similarity + 0.25 * lexical
--- Hits (kind 'hit', rank 1..top_k) are ordered by score desc, sequence asc,
--- id asc (code-point order); then come the entries within p_message_range
--- sequences of any hit (kind 'adjacent', ordered by sequence, id), with no
--- scores.
+-- Only injectable entries take part: visible, not revoked, not held, not
+-- tombstoned (an indexed NOT EXISTS), explicitly consented when
+-- p_require_consent. Hits (kind 'hit', rank 1..top_k) are ordered by score
+-- desc, sequence asc, id asc (code-point order), then thread and resource;
+-- then come the entries within p_message_range sequences of a hit in the same
+-- thread, under the same gate and grants (kind 'adjacent', ordered by
+-- sequence, id), with no scores.
 create function {{schema}}.recall_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text,
   p_query_embedding vector, p_query_text text default '',
   p_top_k integer default 8, p_message_range integer default 0,
-  p_require_consent boolean default false)
-returns table (kind text, rank integer, id text, text text, metadata jsonb, sequence bigint,
-               importance double precision, similarity double precision,
-               lexical double precision, score double precision,
+  p_require_consent boolean default false, p_share_parent_thread_id text default null,
+  p_now timestamptz default now())
+returns table (kind text, rank integer, resource_id text, thread_id text, id text, text text,
+               metadata jsonb, sequence bigint, importance double precision,
+               similarity double precision, lexical double precision, score double precision,
                created_at timestamptz, updated_at timestamptz)
 language plpgsql stable
 set search_path from current
+-- One cached plan: planning per call costs more than the scan of a thread.
+set plan_cache_mode = force_generic_plan
 as $$
 declare
-  v_terms text[] := {{schema}}.lexical_terms_v1(coalesce(p_query_text, ''));
-  v_term_count integer := cardinality(v_terms);
+  v_terms text[] := lexical_terms_v1(coalesce(p_query_text, ''));
   -- Any-term query: terms hold no quote or backslash, so quote_literal is a safe operand.
   v_any_term tsquery := (select string_agg(quote_literal(term), ' | ')::tsquery from unnest(v_terms) as term);
 begin
-  perform {{schema}}.assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
   if p_top_k is null or p_top_k < 1 or p_top_k > 32 then
     raise exception 'top_k must be between 1 and 32, got %', p_top_k using errcode = 'PM005';
   end if;
@@ -505,61 +534,138 @@ begin
     raise exception 'the query text is % bytes, over the 64 KiB hard cap', octet_length(p_query_text)
       using errcode = 'PM006';
   end if;
+  if p_share_parent_thread_id is not null and is_blank_v1(p_share_parent_thread_id) then
+    raise exception 'share_from_parent_thread_id must not be blank' using errcode = 'PM001';
+  end if;
   perform assert_embedding_v1(p_query_embedding, 'the query embedding');
-  perform {{schema}}.assert_dimensions_v1(
-    p_tenant_id, p_resource_id, p_thread_id, vector_dims(p_query_embedding));
+  perform assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, vector_dims(p_query_embedding));
 
   return query
-    with scored as (
-      -- Narrow rows only (no text or metadata); "offset 0" keeps each distance computed once.
-      select e.id, e.sequence,
-             1::float8 - (e.embedding <=> p_query_embedding) as similarity,
-             case when v_term_count = 0 or not (e.text_tsv @@ v_any_term) then 0::float8
-                  else (length(e.text_tsv) - length(ts_delete(e.text_tsv, v_terms)))::float8 / v_term_count
-             end as lexical
-      from {{entries}} e
-      where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
-        and e.thread_id = p_thread_id
-        and {{schema}}.is_injectable_v1(e, p_require_consent)
-        and not exists (select 1 from {{invalidation}} i
-                        where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-                          and i.thread_id = p_thread_id and i.entry_id = e.id)
-      offset 0
+    with grants as (
+      select g.resource_id, g.parent_thread_id as thread_id, g.source_ids
+      from {{share_grant}} g
+      where p_share_parent_thread_id is not null
+        and g.tenant_id = p_tenant_id and g.child_resource_id = p_resource_id
+        and g.child_thread_id = p_thread_id and g.parent_thread_id = p_share_parent_thread_id
+        and (g.expires_at is null or g.expires_at > p_now)
+    ), scored as (
+      -- Narrow rows only (no text or metadata); "offset 0" keeps each distance
+      -- computed once. The thread's own entries, then the shared ones.
+      (select e.resource_id, e.thread_id, e.id, e.sequence,
+              1::float8 - (e.embedding <=> p_query_embedding) as similarity,
+              lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
+       from {{entries}} e
+       where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
+         and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
+                              p_require_consent)
+         and not exists (select 1 from {{invalidation}} i
+                         where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                           and i.thread_id = p_thread_id and i.entry_id = e.id)
+       offset 0)
+      union all
+      (select e.resource_id, e.thread_id, e.id, e.sequence,
+              1::float8 - (e.embedding <=> p_query_embedding) as similarity,
+              lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
+       from grants g
+       join {{entries}} e
+         on e.tenant_id = p_tenant_id and e.resource_id = g.resource_id
+        and e.thread_id = g.thread_id and e.id = any(g.source_ids)
+       where is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
+                              p_require_consent)
+         and not exists (select 1 from {{invalidation}} i
+                         where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
+                           and i.thread_id = e.thread_id and i.entry_id = e.id)
+       offset 0)
     ), hits as (
-      select s.id, s.sequence, s.similarity, s.lexical, s.similarity + 0.25::float8 * s.lexical as score
+      select s.resource_id, s.thread_id, s.id, s.sequence, s.similarity, s.lexical,
+             s.similarity + 0.25::float8 * s.lexical as score
       from scored s
-      order by score desc, s.sequence asc, s.id collate "C" asc
+      order by score desc, s.sequence asc, s.id collate "C" asc,
+               s.thread_id collate "C" asc, s.resource_id collate "C" asc
       limit p_top_k
     ), adjacent as (
-      select distinct e.id, e.sequence
+      select distinct e.resource_id, e.thread_id, e.id, e.sequence
       from hits h
       join {{entries}} e
-        on e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
-       and e.thread_id = p_thread_id
+        on e.tenant_id = p_tenant_id and e.resource_id = h.resource_id and e.thread_id = h.thread_id
        and e.sequence between h.sequence - p_message_range and h.sequence + p_message_range
       where p_message_range > 0
-        and not exists (select 1 from hits r where r.id = e.id)
-        and {{schema}}.is_injectable_v1(e, p_require_consent)
+        and not exists (select 1 from hits r
+                        where r.resource_id = e.resource_id and r.thread_id = e.thread_id and r.id = e.id)
+        and ((e.resource_id = p_resource_id and e.thread_id = p_thread_id)
+             or exists (select 1 from grants g
+                        where g.resource_id = e.resource_id and g.thread_id = e.thread_id
+                          and e.id = any(g.source_ids)))
+        and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
+                             p_require_consent)
         and not exists (select 1 from {{invalidation}} i
-                        where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-                          and i.thread_id = p_thread_id and i.entry_id = e.id)
+                        where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
+                          and i.thread_id = e.thread_id and i.entry_id = e.id)
     ), picked as (
       select 'hit'::text as kind,
-             (row_number() over (order by h.score desc, h.sequence asc, h.id collate "C" asc))::integer as rank,
-             h.id, h.similarity, h.lexical, h.score
+             (row_number() over (order by h.score desc, h.sequence asc, h.id collate "C" asc,
+                                          h.thread_id collate "C" asc, h.resource_id collate "C" asc))::integer as rank,
+             h.resource_id, h.thread_id, h.id, h.similarity, h.lexical, h.score
       from hits h
       union all
-      select 'adjacent'::text, (row_number() over (order by a.sequence, a.id collate "C"))::integer,
-             a.id, null::float8, null::float8, null::float8
+      select 'adjacent'::text,
+             (row_number() over (order by a.sequence, a.id collate "C", a.thread_id collate "C",
+                                          a.resource_id collate "C"))::integer,
+             a.resource_id, a.thread_id, a.id, null::float8, null::float8, null::float8
       from adjacent a
     )
-    select p.kind, p.rank, e.id, e.text, e.metadata, e.sequence, e.importance,
+    select p.kind, p.rank, e.resource_id, e.thread_id, e.id, e.text, e.metadata, e.sequence, e.importance,
            p.similarity, p.lexical, p.score, e.created_at, e.updated_at
     from picked p
     join {{entries}} e
-      on e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
-     and e.thread_id = p_thread_id and e.id = p.id
+      on e.tenant_id = p_tenant_id and e.resource_id = p.resource_id
+     and e.thread_id = p.thread_id and e.id = p.id
     order by p.kind desc, p.rank;
+end;
+$$;
+
+-- Grants the child thread (child_resource_id, child_thread_id; by default of
+-- the parent's resource) recall of p_source_ids (at most 256) from the parent
+-- thread, until p_expires_at (NULL: no expiry). An empty list revokes the
+-- grant. Expiry is checked whenever the grant is read, never by a sweeper.
+-- Returns the number of ids granted (0 when revoked).
+create function {{schema}}.share_with_v1(
+  p_tenant_id text, p_resource_id text, p_parent_thread_id text,
+  p_child_resource_id text, p_child_thread_id text, p_source_ids text[],
+  p_expires_at timestamptz default null, p_now timestamptz default now())
+returns integer
+language plpgsql volatile
+set search_path from current
+as $$
+begin
+  perform assert_scope_v1(p_tenant_id, p_resource_id, p_parent_thread_id, true);
+  perform assert_scope_v1(p_tenant_id, p_child_resource_id, p_child_thread_id, true);
+  if p_child_resource_id = p_resource_id and p_child_thread_id = p_parent_thread_id then
+    raise exception 'a thread cannot share with itself' using errcode = 'PM002';
+  end if;
+  if coalesce(cardinality(p_source_ids), 0) > 256 then
+    raise exception 'a share grant lists at most 256 ids, got %', cardinality(p_source_ids) using errcode = 'PM005';
+  end if;
+  if exists (select 1 from unnest(p_source_ids) as source(id)
+             where source.id is null or is_blank_v1(source.id) or octet_length(source.id) > 512) then
+    raise exception 'shared ids must be non-blank strings of at most 512 bytes' using errcode = 'PM002';
+  end if;
+  if p_expires_at is not null and p_expires_at <= p_now then
+    raise exception 'expires_at must be in the future' using errcode = 'PM005';
+  end if;
+  if coalesce(cardinality(p_source_ids), 0) = 0 then
+    delete from {{share_grant}} g
+    where g.tenant_id = p_tenant_id and g.resource_id = p_resource_id and g.parent_thread_id = p_parent_thread_id
+      and g.child_resource_id = p_child_resource_id and g.child_thread_id = p_child_thread_id;
+    return 0;
+  end if;
+  insert into {{share_grant}} as g
+    (tenant_id, resource_id, parent_thread_id, child_resource_id, child_thread_id, source_ids, expires_at, created_at)
+  values (p_tenant_id, p_resource_id, p_parent_thread_id, p_child_resource_id, p_child_thread_id,
+          array(select distinct source.id collate "C" from unnest(p_source_ids) as source(id) order by 1), p_expires_at, p_now)
+  on conflict (tenant_id, resource_id, parent_thread_id, child_resource_id, child_thread_id) do update
+    set source_ids = excluded.source_ids, expires_at = excluded.expires_at, created_at = excluded.created_at;
+  return (select count(distinct source.id) from unnest(p_source_ids) as source(id))::integer;
 end;
 $$;
 
@@ -879,7 +985,7 @@ begin
       and (p_after_sequence is null
            or (e.sequence, e.id collate "C") > (p_after_sequence, p_after_id collate "C"))
       and (not p_exportable
-           or (is_injectable_v1(e, true)
+           or (is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source, true)
                and not exists (select 1 from {{invalidation}} i
                                where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
                                  and i.thread_id = p_thread_id and i.entry_id = e.id)))
