@@ -35,6 +35,7 @@ from .types import (
     ExportPage,
     MemoryEntry,
     MemoryLimits,
+    MemoryLineage,
     MemoryRecord,
     RebuildResult,
     RecallResult,
@@ -88,10 +89,12 @@ def decode_cursor(cursor: str | None) -> tuple[int, str] | None:
         if not isinstance(cursor, str) or not cursor.startswith("c1."):
             raise ValueError("unknown cursor version")
         sequence, entry_id = json.loads(base64.urlsafe_b64decode(cursor[3:].encode("ascii")))
-        if isinstance(sequence, bool) or not isinstance(sequence, int) or not isinstance(entry_id, str):
-            raise ValueError("malformed cursor")
-    except (ValueError, TypeError, binascii.Error, UnicodeError) as exc:
-        raise InvalidCursorError(f"not a prism-memory cursor: {cursor!r}") from exc
+        if isinstance(sequence, bool) or not isinstance(sequence, int) or not -(2**63) <= sequence < 2**63:
+            raise ValueError("malformed cursor sequence")
+        if not isinstance(entry_id, str) or "\x00" in entry_id or len(entry_id.encode("utf-8")) > 512:
+            raise ValueError("malformed cursor id")
+    except (ValueError, TypeError, RecursionError, binascii.Error, UnicodeError) as exc:
+        raise InvalidCursorError(f"not a prism-memory cursor: {str(cursor)[:80]!r}") from exc
     return sequence, entry_id
 
 
@@ -206,12 +209,22 @@ class Memory:
     def _redact_entry(self, entry: MemoryEntry) -> MemoryEntry:
         if not self._redaction.active:
             return entry
-        return dataclasses.replace(entry, text=self._redaction.value(entry.text), metadata=self._redaction.value(entry.metadata))
+        lineage = entry.lineage
+        if isinstance(lineage, MemoryLineage) and isinstance(lineage.reason, str):
+            lineage = dataclasses.replace(lineage, reason=self._redaction.text(lineage.reason))
+        return dataclasses.replace(
+            entry,
+            text=self._redaction.value(entry.text),
+            metadata=self._redaction.metadata(entry.metadata),
+            lineage=lineage,
+        )
 
     def _redact_record(self, record: Any) -> Any:
         if not self._redaction.active:
             return record
-        return dataclasses.replace(record, text=self._redaction.text(record.text), metadata=self._redaction.value(record.metadata))
+        return dataclasses.replace(
+            record, text=self._redaction.text(record.text), metadata=self._redaction.metadata(record.metadata)
+        )
 
     async def remember(
         self, entries: Iterable[MemoryEntry | Mapping[str, Any]], wait: bool = False
@@ -262,7 +275,9 @@ class Memory:
                 EntryRecord(item.id, item.text, vector, meta, item.sequence, item.importance, item.consent)
                 for item, vector, meta in zip(items, vectors, metadata)
             ]
-            return await self.vector_store.remember(scope, records, now=self._now())
+            written, invalidated = await self.vector_store.remember(scope, records, now=self._now())
+        await self._invalidated(invalidated)
+        return written
 
     async def flush(self) -> None:
         """Wait for background ``remember`` calls; re-raise the first failure since the last flush."""
@@ -352,6 +367,7 @@ class Memory:
         check_scope(Scope(self.scope.tenant_id, child_resource_id, child_thread_id), thread_required=True)
         ids = check_shared_ids(source_ids)
         check_aware(expires_at, "expires_at")
+        await self.flush()
         return await self.vector_store.share_with(scope, child_resource_id, child_thread_id, ids, expires_at, now=self._now())
 
     async def revoke_share(self, child_thread_id: str, child_resource_id: str | None = None) -> None:
@@ -395,6 +411,7 @@ class Memory:
         """
         thread = self._thread_scope()
         change = check_consent_change(ConsentChange(visible, source, scope, granted_at, revoked_at))
+        await self.flush()  # a pending write must not land after (and undo) this change
         record, invalidated = await self.vector_store.set_consent(thread, self._entry_id(entry_id), change, now=self._now())
         await self._invalidated(invalidated)
         return self._redact_record(record)
@@ -411,6 +428,7 @@ class Memory:
         entry_id = self._entry_id(entry_id)
         item = self._redact_entry(MemoryEntry(entry_id, text))
         check_entry(item, 1, self.limits.entry_bytes)
+        await self.flush()
         [vector] = await embed_batched(self.embedder, [item.text], 1)
         record, invalidated = await self.vector_store.correct(thread, entry_id, item.text, vector, now=self._now())
         await self._invalidated(invalidated)
@@ -437,6 +455,7 @@ class Memory:
             raise LimitExceededError(f"forget takes 1 to {DELETE_BATCH} ids per call, got {len(unique)}")
         if not isinstance(hold, bool):
             raise LimitExceededError(f"hold must be a bool, got {hold!r}")
+        await self.flush()
         invalidated = await self.vector_store.invalidate(thread, unique, "held" if hold else "deleted", now=self._now())
         await self._invalidated(invalidated)
         return 0 if hold else await self.vector_store.purge(thread, unique)
@@ -458,11 +477,12 @@ class Memory:
         if max_entries is not None:
             check_int_option("max_entries", max_entries, 0, 2**31 - 1)
         if max_age_days is not None and (
-            isinstance(max_age_days, bool) or not isinstance(max_age_days, (int, float)) or not 0 <= max_age_days < 1e6
+            isinstance(max_age_days, bool) or not isinstance(max_age_days, (int, float)) or not 0 <= max_age_days <= 36500
         ):
-            raise LimitExceededError(f"max_age_days must be a number from 0 to 1e6, got {max_age_days!r}")
+            raise LimitExceededError(f"max_age_days must be a number from 0 to 36500, got {max_age_days!r}")
         if max_age_days is None and max_entries is None:
             raise LimitExceededError("apply_retention needs max_age_days or max_entries")
+        await self.flush()
         now = self._now()
         candidates = await self.vector_store.retention_candidates(
             thread, None if max_age_days is None else float(max_age_days), max_entries, batch_size, now=now
@@ -554,7 +574,13 @@ class Memory:
                 vectors = await embed_batched(self.embedder, [record.text for record in records], self.limits.embed_batch)
         except TimeoutError as exc:
             raise OperationTimeoutError(f"rebuild page took longer than {max_ms} ms; nothing was written") from exc
-        rebuilt = await self.vector_store.reembed(thread, [record.id for record in records], vectors) if records else 0
+        rebuilt = (
+            await self.vector_store.reembed(
+                thread, [record.id for record in records], [record.text for record in records], vectors
+            )
+            if records
+            else 0
+        )
         last = records[-1] if records else None
         done = len(records) < batch_size
         return RebuildResult(rebuilt, None if done or last is None else encode_cursor(last.sequence, last.id))

@@ -2,8 +2,10 @@
 
 ``secrets`` are literal strings replaced by :data:`REDACTED` wherever they
 occur; the host ``redactor`` then maps each string to its redacted form. Both
-apply to entry text, metadata (keys and string values, at any depth), working
-memory, recall queries, and again to everything recall and export return.
+apply to entry text, metadata (keys and string values, at any depth), lineage
+reasons, working memory, recall queries, and again to everything recall and
+export return. Entry ids (and lineage source ids) are identifiers and are never
+rewritten: keep secrets out of them.
 """
 
 from __future__ import annotations
@@ -47,6 +49,18 @@ class Redaction:
                 raise ConfigurationError(f"the redactor returned {type(redacted).__name__}, not str")
             value = redacted
         return value
+
+    def metadata(self, value: Any) -> Any:
+        """Entry metadata redacted, except ``_lineage.sourceIds``: entry ids are never redacted (keep secrets out of ids)."""
+        if not self.active or not isinstance(value, dict):
+            return self.value(value)
+        lineage = value.get("_lineage")
+        redacted = self.value({key: item for key, item in value.items() if key != "_lineage"})
+        if "_lineage" in value:
+            if isinstance(lineage, dict):
+                lineage = {key: item if key == "sourceIds" else self.value(item) for key, item in lineage.items()}
+            redacted["_lineage"] = lineage
+        return redacted
 
     def value(self, value: Any) -> Any:
         """A JSON value with every string (object keys included) redacted; other values unchanged."""

@@ -22,8 +22,14 @@ class VectorStore(Protocol):
     stamps writes (the store's clock when ``None``).
     """
 
-    async def remember(self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None) -> int:
-        """[remember_v1] Upsert ``records`` into ``scope``'s thread, all or nothing; return how many were written."""
+    async def remember(
+        self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None
+    ) -> tuple[int, list[str]]:
+        """[remember_v1] Upsert ``records`` into ``scope``'s thread, all or nothing.
+
+        Returns how many were written and the ids invalidated by the write
+        (written entries that are invalid, and their lineage dependents).
+        """
         ...
 
     async def recall(
@@ -88,8 +94,10 @@ class VectorStore(Protocol):
         """[count_entries_v1] How many entries the thread holds."""
         ...
 
-    async def reembed(self, scope: Scope, ids: Sequence[str], embeddings: Sequence[Sequence[float]]) -> int:
-        """[reembed_v1] Replace the embeddings of existing entries; return how many were updated."""
+    async def reembed(
+        self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]]
+    ) -> int:
+        """[reembed_v1] New embeddings for entries whose text is still ``texts``; return how many were updated."""
         ...
 
     async def close(self) -> None: ...

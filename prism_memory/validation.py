@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from .errors import InvalidEntryError, InvalidScopeError, PayloadTooLargeError
@@ -132,12 +132,25 @@ def to_entry(entry: MemoryEntry | Mapping[str, Any], position: int) -> MemoryEnt
     return MemoryEntry(**fields)
 
 
+_EARLIEST = datetime(1, 1, 2, tzinfo=timezone.utc)
+_LATEST = datetime(9999, 12, 30, tzinfo=timezone.utc)
+
+
 def check_aware(value: object, what: str, error: type[Exception] = InvalidEntryError) -> datetime | None:
-    """Return ``value`` if it is ``None`` or a timezone-aware ``datetime``; naive or other values raise ``error``."""
+    """Return ``value`` if it is ``None`` or a timezone-aware ``datetime`` within years 1..9999 in UTC.
+
+    Naive, out-of-range or other values raise ``error`` (``assert_time_v1`` in SQL has the same bounds).
+    """
     if value is None:
         return None
     if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
         raise error(f"{what} must be a timezone-aware datetime, got {value!r}")
+    try:
+        in_range = _EARLIEST <= value.astimezone(timezone.utc) <= _LATEST
+    except OverflowError:
+        in_range = False
+    if not in_range:
+        raise error(f"{what} must be between years 1 and 9999, got {value!r}")
     return value
 
 
@@ -176,8 +189,6 @@ def lineage_metadata(lineage: MemoryLineage) -> dict[str, Any]:
 
 def check_lineage(stored: object, where: str) -> None:
     """Mirror of ``lineage_is_valid_v1``: ``{"sourceIds": [<= 32 non-blank ids of <= 512 bytes], "reason"?: str}``."""
-    if stored is None:
-        return
     if not isinstance(stored, Mapping) or not isinstance(stored.get("sourceIds"), (list, tuple)):
         raise InvalidEntryError(f"{where}: lineage needs a list of source ids")
     sources = stored["sourceIds"]
@@ -217,7 +228,8 @@ def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, 
         metadata = {**metadata, "_lineage": lineage_metadata(entry.lineage)} if isinstance(metadata, Mapping) else metadata
     metadata_text = json_document(metadata, f"{where}: metadata")
     stored = json.loads(metadata_text)
-    check_lineage(stored.get("_lineage"), where)
+    if "_lineage" in stored:
+        check_lineage(stored["_lineage"], where)
     if text_bytes + len(metadata_text.encode("utf-8")) > max_bytes:
         raise PayloadTooLargeError(
             f"{where}: text plus metadata is {text_bytes + len(metadata_text.encode('utf-8'))} bytes, over the {max_bytes}-byte cap"

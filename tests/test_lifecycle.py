@@ -148,7 +148,7 @@ async def test_correct_reembeds_keeps_consent_and_invalidates_dependents_only(ba
     corrected, hits, seen = await backends.run(scenario)
     assert corrected["text"] == "Ada lives in Lisbon"
     assert corrected["consent"]["scope"] == "profile"
-    assert corrected["metadata"] == {"_lineage": {"reason": "corrected"}}
+    assert corrected["metadata"] == {"_lineage": {"sourceIds": [], "reason": "corrected"}}
     assert hits == ["src"] and seen == [["dep"]]
 
 

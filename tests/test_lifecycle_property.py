@@ -86,6 +86,8 @@ class Model:
             self.entries[entry_id] = entry
             self.tombstoned.discard(entry_id)
             self.rederive(entry_id)
+            if entry_id in self.tombstoned or entry["revoked"] or entry["invisible"] or entry["held"]:
+                self.invalidate([entry_id])  # an entry written invalid takes its dependents with it
         elif kind in ("revoke", "grant", "correct") and op[1] not in self.entries:
             return
         elif kind == "revoke":
@@ -187,6 +189,12 @@ async def check_sequence(dsn, ops):
 # A fact written after its source was put under hold is invalid from the start; the hold survives a re-write.
 @example(ops=[("remember", "a", "apple", "visible", []), ("forget", ["a"], True), ("remember", "c", "stone", None, ["a"]),
               ("remember", "a", "maple", "visible", []), ("grant", "c")])
+# Re-writing a source as invisible invalidates what was derived from it.
+@example(ops=[("remember", "a", "apple", None, []), ("remember", "b", "apple", None, ["a"]),
+              ("remember", "a", "apple", "invisible", [])])
+# In one thread, a fact derived from a fact derived from a revoked entry is invalid too.
+@example(ops=[("remember", "a", "apple", "revoked", []), ("remember", "b", "river", None, ["a"]),
+              ("remember", "c", "stone", None, ["b"])])
 # Lineage cycles and self-references terminate; forgetting one end invalidates the other.
 @example(ops=[("remember", "a", "apple", None, ["b", "a"]), ("remember", "b", "river", None, ["a"]),
               ("forget", ["a"], False), ("retention", 0)])

@@ -18,7 +18,7 @@ def test_psql_example_runs_and_recalls_the_entry(server_dsn):
         results = [conn.execute(statement).fetchall() for statement in statements]
     assert results[0][0][1] == 1  # update_working_v1 -> version 1
     assert results[1][0][0] == {"name": "Ada"}
-    assert results[2] == [(1,)]
+    assert results[2] == [(1, [])]  # written, invalidated
     assert [(kind, entry_id) for kind, entry_id, _ in results[3]] == [("hit", "m1")]
 
 

@@ -3,9 +3,9 @@
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from prism_memory import InvalidEntryError, LimitExceededError, MemoryConsent
 
 from parity import Raised
-from prism_memory import InvalidEntryError, LimitExceededError, MemoryConsent
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
 

@@ -55,6 +55,7 @@ from ..types import (
 )
 from ..validation import (
     STORE_WORKING_MEMORY_BYTES,
+    check_aware,
     check_consent_change,
     check_records,
     check_scope,
@@ -135,7 +136,7 @@ def _sources(row: _Row) -> list[str]:
     return list(lineage.get("sourceIds", [])) if isinstance(lineage, dict) else []
 
 
-_REASONS = ("deleted", "held", "revoked", "corrected", "expired")
+_REASONS = ("deleted", "held", "revoked", "corrected", "expired", "source-invalidated")
 
 
 class MemoryVectorStore:
@@ -151,7 +152,8 @@ class MemoryVectorStore:
             check_int_option("dimensions", dimensions, 1, 16000)
         self.dimensions = dimensions
         self._threads: dict[tuple[str, str, str], dict[str, _Row]] = {}
-        self._tombstones: dict[tuple[str, str, str], dict[str, tuple[str, str]]] = {}
+        #: thread -> entry id -> (reason, sequence of the entry when tombstoned)
+        self._tombstones: dict[tuple[str, str, str], dict[str, tuple[str, int | None]]] = {}
         self._grants: dict[tuple[str, str, str, str, str], tuple[frozenset[str], datetime | None]] = {}
 
     @staticmethod
@@ -171,20 +173,28 @@ class MemoryVectorStore:
         if expected is not None and width != expected:
             raise DimensionMismatchError(f"embedding has {width} dimensions, expected {expected}")
 
-    async def remember(self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None) -> int:
-        """Mirror of ``remember_v1``: validate everything, upsert all records, then re-derive their tombstones."""
+    async def remember(
+        self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None
+    ) -> tuple[int, list[str]]:
+        """Mirror of ``remember_v1``: validate, upsert all records, re-derive their tombstones, walk from the invalid ones."""
         key = self._key(scope)
         if not records:
-            return 0
+            return 0, []
         now = now or _now()
         metadata = check_records(records)
         vectors = [_float32(record.embedding, f"embedding of entry {record.id!r}") for record in records]
         if len({vector.shape[0] for vector in vectors}) > 1:
             raise DimensionMismatchError("the embeddings in one batch differ in dimensions")
+        for record in records:
+            for moment in (record.consent.granted_at, record.consent.revoked_at) if record.consent else ():
+                check_aware(moment, "consent time")
         rows = self._threads.setdefault(key, {})
         self._check_dimensions(rows, vectors[0].shape[0])
 
-        max_sequence = max((row.sequence for row in rows.values()), default=0)
+        tombstones = self._tombstones.setdefault(key, {})
+        max_sequence = max(
+            [0, *(row.sequence for row in rows.values()), *(seq for _, seq in tombstones.values() if seq is not None)]
+        )
         written: dict[str, _Row] = {}
         for position, (record, vector, meta) in enumerate(zip(records, vectors, metadata), start=1):
             existing = rows.get(record.id)
@@ -210,27 +220,34 @@ class MemoryVectorStore:
                 consent_granted_at=consent.granted_at if consent else existing.consent_granted_at if existing else None,
                 consent_revoked_at=consent.revoked_at if consent else existing.consent_revoked_at if existing else None,
                 legal_hold=existing.legal_hold if existing else False,
-                created_at=now,
+                created_at=existing.created_at if existing else now,
                 updated_at=now,
             )
         rows.update(written)
-        tombstones = self._tombstones.setdefault(key, {})
         for entry_id in written:
             tombstones.pop(entry_id, None)
         self._tombstone_from_sources(key, list(written))
-        return len(records)
+        invalid = sorted(
+            entry_id for entry_id, row in written.items() if not row.injectable(False) or entry_id in tombstones
+        )
+        dependents: list[str] = []
+        for start in range(0, len(invalid), 64):
+            dependents += await self.invalidate(scope, invalid[start : start + 64], "source-invalidated", now)
+        return len(records), sorted({*invalid, *dependents})
 
     def _tombstone_from_sources(self, key: tuple[str, str, str], ids: Sequence[str]) -> None:
         """Mirror of ``tombstone_from_sources_v1``: an entry with an invalid lineage source is invalid."""
         rows = self._threads.get(key, {})
         tombstones = self._tombstones.setdefault(key, {})
-        for entry_id in ids:
-            row = rows.get(entry_id)
-            if row is None or entry_id in tombstones:
-                continue
-            invalid = sorted(source for source in _sources(row) if source != row.id and self._invalid_source(key, source))
-            if invalid:
-                tombstones[row.id] = ("source-invalidated", invalid[0])
+        doomed = [
+            rows[entry_id]
+            for entry_id in ids
+            if entry_id in rows
+            and entry_id not in tombstones
+            and any(source != entry_id and self._invalid_source(key, source) for source in _sources(rows[entry_id]))
+        ]
+        for row in doomed:  # one statement in SQL: decided before any of them lands
+            tombstones[row.id] = ("source-invalidated", row.sequence)
 
     def _invalid_source(self, key: tuple[str, str, str], source: str) -> bool:
         if source in self._tombstones.get(key, {}):
@@ -342,31 +359,30 @@ class MemoryVectorStore:
         self._grants[grant_key] = (frozenset(source_ids), expires_at)
         return len(set(source_ids))
 
-    def _walk(self, key: tuple[str, str, str], ids: Sequence[str]) -> list[tuple[str, str]]:
-        """Mirror of invalidate_v1's lineage walk: (dependent, source) steps over simple paths; caps raise."""
+    def _walk(self, key: tuple[str, str, str], ids: Sequence[str]) -> set[str]:
+        """Mirror of invalidate_v1's walk: breadth-first over distinct lineage edges; returns every id reached."""
         rows = self._threads.get(key, {})
-        dependents: dict[str, list[str]] = {}
+        dependents: dict[str, set[str]] = {}
         for row in rows.values():
-            for source in dict.fromkeys(_sources(row)):
-                dependents.setdefault(source, []).append(row.id)
-        steps: list[tuple[str, str]] = []
-        frontier = [(root, [root]) for root in ids]
+            for source in _sources(row):
+                if source != row.id:
+                    dependents.setdefault(source, set()).add(row.id)
+        visited = set(ids)
+        frontier = set(ids)
+        edges: set[tuple[str, str]] = set()
         depth = 0
         while frontier:
             depth += 1
-            next_frontier = []
-            for entry_id, path in frontier:
-                for dependent in dependents.get(entry_id, []):
-                    if dependent in path:
-                        continue
-                    steps.append((dependent, entry_id))
-                    if len(steps) > 256:
-                        raise LineageLimitError("lineage walk passed the cap of 256 edges")
-                    if depth > 8:
-                        raise LineageLimitError("lineage walk passed the cap of depth 8")
-                    next_frontier.append((dependent, [*path, dependent]))
-            frontier = next_frontier
-        return steps
+            found = {(source, dependent) for source in frontier for dependent in dependents.get(source, ())}
+            edges |= found
+            if len(edges) > 256:
+                raise LineageLimitError("lineage walk passed the cap of 256 edges")
+            new = {dependent for _, dependent in found} - visited
+            if new and depth > 8:
+                raise LineageLimitError("lineage walk passed the cap of depth 8")
+            visited |= new
+            frontier = new
+        return visited
 
     async def invalidate(self, scope: Scope, ids: Sequence[str], reason: str, now: datetime | None = None) -> list[str]:
         """Mirror of ``invalidate_v1``: tombstones (self unless corrected, and dependents), legal hold for 'held'."""
@@ -375,20 +391,21 @@ class MemoryVectorStore:
             raise LimitExceededError(f"invalidate: between 1 and 64 ids per call, got {len(ids)}")
         if reason not in _REASONS:
             raise InvalidEntryError(f"invalidate: unknown reason {reason!r}")
-        steps = self._walk(key, ids)
         rows = self._threads.get(key, {})
+        reached = [
+            entry_id
+            for entry_id in sorted(self._walk(key, ids))
+            if entry_id in rows and not (reason == "corrected" and entry_id in ids)
+        ]
         tombstones = self._tombstones.setdefault(key, {})
-        own = [entry_id for entry_id in ids if entry_id in rows] if reason != "corrected" else []
-        for entry_id in own:
-            tombstones.setdefault(entry_id, (reason, entry_id))
-        for dependent, source in steps:
-            tombstones.setdefault(dependent, (reason, source))
+        for entry_id in reached:
+            tombstones.setdefault(entry_id, (reason, rows[entry_id].sequence))
         if reason == "held":
             for entry_id in ids:
                 if entry_id in rows:
                     rows[entry_id].legal_hold = True
                     rows[entry_id].updated_at = now or _now()
-        return sorted({*own, *(dependent for dependent, _ in steps)})
+        return reached
 
     async def purge(self, scope: Scope, ids: Sequence[str]) -> int:
         """Mirror of ``purge_v1``: delete tombstoned, unheld bodies; an untombstoned one raises first."""
@@ -458,7 +475,7 @@ class MemoryVectorStore:
         row.embedding = vector
         row.norm_squared = _norm_squared(vector)
         lineage = row.metadata.get("_lineage")
-        row.metadata["_lineage"] = {**(lineage if isinstance(lineage, dict) else {}), "reason": "corrected"}
+        row.metadata["_lineage"] = {**(lineage if isinstance(lineage, dict) else {"sourceIds": []}), "reason": "corrected"}
         row.updated_at = now
         return row.record(invalidated)
 
@@ -475,11 +492,9 @@ class MemoryVectorStore:
         check_int_option("batch_size", batch_size, 1, 64)
         if max_age_days is None and max_entries is None:
             raise LimitExceededError("retention needs max_age_days or max_entries")
-        if (max_age_days is not None and not (math.isfinite(max_age_days) and max_age_days >= 0)) or (
-            max_entries is not None and max_entries < 0
-        ):
-            raise LimitExceededError("max_age_days and max_entries must be finite and >= 0")
-        now = now or _now()
+        if (max_age_days is not None and not 0 <= max_age_days <= 36500) or (max_entries is not None and max_entries < 0):
+            raise LimitExceededError("max_age_days must be within 0..36500 and max_entries >= 0")
+        now = (now or _now()).astimezone(timezone.utc)  # 24-hour days, whatever the clock's time zone
         rows = sorted(self._threads.get(key, {}).values(), key=lambda row: (row.sequence, row.id))
         newest_rank = {row.id: rank for rank, row in enumerate(reversed(rows), start=1)}
         cutoff = now - timedelta(days=max_age_days) if max_age_days is not None else None
@@ -515,18 +530,20 @@ class MemoryVectorStore:
         """Mirror of ``count_entries_v1``."""
         return len(self._threads.get(self._key(scope), {}))
 
-    async def reembed(self, scope: Scope, ids: Sequence[str], embeddings: Sequence[Sequence[float]]) -> int:
-        """Mirror of ``reembed_v1``: new embeddings for existing entries; nothing else changes."""
+    async def reembed(
+        self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]]
+    ) -> int:
+        """Mirror of ``reembed_v1``: new embeddings for entries whose text is still ``texts``; nothing else changes."""
         key = self._key(scope)
-        if len(ids) != len(embeddings) or len(ids) > 128:
-            raise LimitExceededError("reembed: ids and embeddings must pair up, at most 128")
+        if len(ids) != len(embeddings) or len(ids) != len(texts) or len(ids) > 128:
+            raise LimitExceededError("reembed: ids, texts and embeddings must pair up, at most 128")
         vectors = [_float32(vector, "an embedding") for vector in embeddings]
         rows = self._threads.get(key, {})
         for vector in vectors:
             self._check_dimensions(rows, vector.shape[0])
         updated = 0
-        for entry_id, vector in zip(ids, vectors):
-            if entry_id in rows:
+        for entry_id, text, vector in zip(ids, texts, vectors):
+            if entry_id in rows and rows[entry_id].text == text:
                 rows[entry_id].embedding = vector
                 rows[entry_id].norm_squared = _norm_squared(vector)
                 updated += 1

@@ -60,7 +60,7 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "p_data => %s::jsonb, p_expected_version => %s::bigint)"
         ),
         remember=q(
-            "select {s}.remember_v1("
+            "select written, invalidated from {s}.remember_v1("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
             "p_ids => %s::text[], p_texts => %s::text[], p_embeddings => %s::{vector}[], "
             "p_metadata => %s::jsonb[], p_sequences => %s::bigint[], p_importance => %s::float8[], "
@@ -112,7 +112,7 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
         reembed=q(
             "select {s}.reembed_v1("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
-            "p_ids => %s::text[], p_embeddings => %s::{vector}[])"
+            "p_ids => %s::text[], p_texts => %s::text[], p_embeddings => %s::{vector}[])"
         ),
         share_with=q(
             "select {s}.share_with_v1("

@@ -71,9 +71,11 @@ class _PostgresBase:
 class PostgresVectorStore(_PostgresBase):
     """:class:`prism_memory.stores.VectorStore` over ``remember_v1`` / ``recall_v1``."""
 
-    async def remember(self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None) -> int:
+    async def remember(
+        self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None
+    ) -> tuple[int, list[str]]:
         """One ``remember_v1`` call: the batch is written in one transaction or not at all."""
-        [(written,)] = await self._fetch(
+        [(written, invalidated)] = await self._fetch(
             self.queries.remember,
             (
                 *_scope(scope),
@@ -87,7 +89,7 @@ class PostgresVectorStore(_PostgresBase):
                 now or datetime.now(timezone.utc),
             ),
         )
-        return int(written)
+        return int(written), list(invalidated)
 
     async def recall(
         self,
@@ -213,11 +215,13 @@ class PostgresVectorStore(_PostgresBase):
         [(count,)] = await self._fetch(self.queries.count_entries, _scope(scope))
         return int(count)
 
-    async def reembed(self, scope: Scope, ids: Sequence[str], embeddings: Sequence[Sequence[float]]) -> int:
-        """One ``reembed_v1`` call: new embeddings for existing entries."""
+    async def reembed(
+        self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]]
+    ) -> int:
+        """One ``reembed_v1`` call: new embeddings for entries whose text is still ``texts``."""
         [(updated,)] = await self._fetch(
             self.queries.reembed,
-            (*_scope(scope), list(ids), [np.asarray(vector, dtype=np.float32) for vector in embeddings]),
+            (*_scope(scope), list(ids), list(texts), [np.asarray(vector, dtype=np.float32) for vector in embeddings]),
         )
         return int(updated)
 

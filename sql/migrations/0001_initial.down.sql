@@ -1,5 +1,5 @@
 -- Reverts revision 0001. The schema itself stays: it holds alembic_version.
-drop function if exists {{schema}}.reembed_v1(text, text, text, text[], vector[]);
+drop function if exists {{schema}}.reembed_v1(text, text, text, text[], text[], vector[]);
 drop function if exists {{schema}}.count_entries_v1(text, text, text);
 drop function if exists {{schema}}.list_entries_v1(text, text, text, bigint, text, integer, boolean);
 drop function if exists {{schema}}.retention_candidates_v1(text, text, text, double precision, integer, integer, timestamptz);
@@ -13,6 +13,8 @@ drop function if exists {{schema}}.share_with_v1(text, text, text, text, text, t
 drop function if exists {{schema}}.recall_v1(text, text, text, vector, text, integer, integer, boolean, text, timestamptz);
 drop function if exists {{schema}}.remember_v1(text, text, text, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz);
 drop function if exists {{schema}}.tombstone_from_sources_v1(text, text, text, text[], timestamptz);
+drop function if exists {{schema}}.assert_time_v1(timestamptz, text);
+drop function if exists {{schema}}.lock_thread_v1(text, text, text);
 drop function if exists {{schema}}.consent_is_valid_v1(jsonb);
 drop function if exists {{schema}}.is_injectable_v1(boolean, timestamptz, boolean, text, boolean);
 drop function if exists {{schema}}.lineage_is_valid_v1(jsonb);

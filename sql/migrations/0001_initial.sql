@@ -96,6 +96,7 @@ create table {{invalidation}} (
   entry_id        text        not null,
   reason          text        not null,
   source_entry_id text,
+  sequence        bigint,  -- the entry's sequence, so a deleted one is never reused
   created_at      timestamptz not null default now(),
   primary key (tenant_id, resource_id, thread_id, entry_id)
 );
@@ -322,6 +323,32 @@ begin
 end;
 $$;
 
+-- Serialises every writer of one thread (remember, consent, correct,
+-- invalidate, purge, reembed) for the rest of the transaction: automatic
+-- sequences never interleave, an unpinned thread's first width is fixed
+-- before a second writer checks it, and no tombstone is lost to a race.
+create function {{schema}}.lock_thread_v1(p_tenant_id text, p_resource_id text, p_thread_id text)
+returns void
+language sql volatile
+begin atomic
+  select pg_advisory_xact_lock(
+    hashtextextended(p_tenant_id || chr(31) || p_resource_id || chr(31) || p_thread_id, 0));
+end;
+
+-- Raises PM002 unless p_time is NULL or within years 1 to 9999 (UTC), the
+-- range every client (and Python's datetime) can read back.
+create function {{schema}}.assert_time_v1(p_time timestamptz, p_label text)
+returns void
+language plpgsql immutable
+as $$
+begin
+  if p_time is not null
+     and not (p_time between '0001-01-02 00:00:00+00'::timestamptz and '9999-12-30 00:00:00+00'::timestamptz) then
+    raise exception '% must be between years 1 and 9999, got %', p_label, p_time using errcode = 'PM002';
+  end if;
+end;
+$$;
+
 -- Tombstones each of p_ids (that has none) whose metadata._lineage names a
 -- source that is tombstoned, revoked, invisible or held: "multi-source facts
 -- stay injectable only if none of their sources are invalidated".
@@ -331,8 +358,9 @@ returns void
 language sql volatile
 set search_path from current
 begin atomic
-  insert into {{invalidation}} (tenant_id, resource_id, thread_id, entry_id, reason, source_entry_id, created_at)
-  select p_tenant_id, p_resource_id, p_thread_id, e.id, 'source-invalidated', min(source.id), p_now
+  insert into {{invalidation}}
+    (tenant_id, resource_id, thread_id, entry_id, reason, source_entry_id, sequence, created_at)
+  select p_tenant_id, p_resource_id, p_thread_id, e.id, 'source-invalidated', min(source.id), e.sequence, p_now
   from {{entries}} e
   cross join lateral jsonb_array_elements_text(coalesce(e.metadata -> '_lineage' -> 'sourceIds', '[]')) as source(id)
   where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
@@ -344,7 +372,7 @@ begin atomic
                     where x.tenant_id = p_tenant_id and x.resource_id = p_resource_id
                       and x.thread_id = p_thread_id and x.id = source.id
                       and (not x.consent_visible or x.consent_revoked_at is not null or x.legal_hold)))
-  group by e.id
+  group by e.id, e.sequence
   on conflict do nothing;
 end;
 
@@ -362,7 +390,7 @@ create function {{schema}}.remember_v1(
   p_metadata jsonb[] default null, p_sequences bigint[] default null,
   p_importance double precision[] default null, p_consent jsonb[] default null,
   p_now timestamptz default now())
-returns integer
+returns table (written integer, invalidated text[])
 language plpgsql volatile
 set search_path from current
 as $$
@@ -371,10 +399,14 @@ declare
   v_max_sequence bigint;
   v_problem text;
   v_dimensions integer;
+  v_invalid text[];
+  v_dependents text[] := '{}';
+  v_offset integer;
 begin
   perform {{schema}}.assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
   if v_count = 0 then
-    return 0;
+    return query select 0, '{}'::text[];
+    return;
   end if;
   if coalesce(cardinality(p_texts), 0) <> v_count
      or coalesce(cardinality(p_embeddings), 0) <> v_count
@@ -419,6 +451,10 @@ begin
   if v_problem is not null then
     raise exception '%', v_problem using errcode = 'PM002';
   end if;
+  perform assert_time_v1((c.value ->> 'grantedAt')::timestamptz, 'consent grantedAt'),
+          assert_time_v1((c.value ->> 'revokedAt')::timestamptz, 'consent revokedAt')
+  from unnest(p_consent) as c(value)
+  where c.value is not null;
   if (select count(distinct id) from unnest(p_ids) as id) <> v_count then
     raise exception 'remember_v1: an entry id appears twice in the batch' using errcode = 'PM002';
   end if;
@@ -432,15 +468,16 @@ begin
     raise exception 'the embeddings in one batch differ in dimensions' using errcode = 'PM004';
   end if;
 
-  -- Serialise writers of one thread: automatic sequences never interleave, and
-  -- an unpinned thread's first width is fixed before a second writer checks it.
-  perform pg_advisory_xact_lock(
-    hashtextextended(p_tenant_id || chr(31) || p_resource_id || chr(31) || p_thread_id, 0));
+  perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
   v_dimensions := vector_dims(p_embeddings[1]);
   perform assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, v_dimensions);
-  select coalesce(max(e.sequence), 0) into v_max_sequence
-  from {{entries}} e
-  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id;
+  select greatest(
+           (select max(e.sequence) from {{entries}} e
+            where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id),
+           (select max(i.sequence) from {{invalidation}} i
+            where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id and i.thread_id = p_thread_id),
+           0)
+  into v_max_sequence;
 
   -- A stored entry keeps its sequence and consent unless the batch gives new ones.
   insert into {{entries}} as t
@@ -471,12 +508,30 @@ begin
         consent_visible = excluded.consent_visible, consent_granted_at = excluded.consent_granted_at,
         consent_revoked_at = excluded.consent_revoked_at, updated_at = p_now;
 
-  -- A written entry is invalidated exactly when one of its lineage sources is.
+  -- A written entry is invalidated exactly when one of its lineage sources is;
+  -- a written entry that is now invalid (by a source, or written invisible or
+  -- revoked, or held) takes its dependents with it, in this batch and stored.
   delete from {{invalidation}} i
   where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
     and i.thread_id = p_thread_id and i.entry_id = any(p_ids);
   perform tombstone_from_sources_v1(p_tenant_id, p_resource_id, p_thread_id, p_ids, p_now);
-  return v_count;
+  v_invalid := array(
+    select e.id from {{entries}} e
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+      and e.thread_id = p_thread_id and e.id = any(p_ids)
+      and (not is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source, false)
+           or exists (select 1 from {{invalidation}} i
+                      where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                        and i.thread_id = p_thread_id and i.entry_id = e.id))
+    order by e.id collate "C");
+  for v_offset in 1 .. coalesce(cardinality(v_invalid), 0) by 64 loop
+    v_dependents := v_dependents || array(
+      select x.entry_id from invalidate_v1(p_tenant_id, p_resource_id, p_thread_id,
+                                           v_invalid[v_offset : v_offset + 63], 'source-invalidated', p_now) as x);
+  end loop;
+  return query
+    select v_count, array(select x.id from unnest(v_invalid || v_dependents) as x(id)
+                          group by x.id order by x.id collate "C");
 end;
 $$;
 
@@ -650,6 +705,7 @@ begin
              where source.id is null or is_blank_v1(source.id) or octet_length(source.id) > 512) then
     raise exception 'shared ids must be non-blank strings of at most 512 bytes' using errcode = 'PM002';
   end if;
+  perform assert_time_v1(p_expires_at, 'expires_at');
   if p_expires_at is not null and p_expires_at <= p_now then
     raise exception 'expires_at must be in the future' using errcode = 'PM005';
   end if;
@@ -681,9 +737,10 @@ create type {{schema}}.entry_record_v1 as (
 -- Tombstones p_ids' dependents (every entry of the thread whose
 -- _lineage.sourceIds holds an invalidated id, transitively) and, unless
 -- p_reason is 'corrected', p_ids themselves; with 'held' it also sets the legal
--- hold. Caps from the seed: at most 64 ids, lineage depth 8 and 256 edges;
+-- hold. The walk is breadth-first over distinct lineage edges. Caps from the
+-- seed: at most 64 ids, 256 edges, and new dependents no deeper than 8 levels;
 -- over a cap raises PM010 and nothing changes. Returns every tombstoned id.
--- Reasons: deleted, held, revoked, corrected, expired.
+-- Reasons: deleted, held, revoked, corrected, expired, source-invalidated.
 create function {{schema}}.invalidate_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_ids text[], p_reason text,
   p_now timestamptz default now())
@@ -692,58 +749,54 @@ language plpgsql volatile
 set search_path from current
 as $$
 declare
-  v_dependents text[];
-  v_sources text[];
-  v_edges integer;
-  v_depth integer;
+  v_visited text[] := array(select distinct x from unnest(p_ids) as x);
+  v_frontier text[] := v_visited;
+  v_edges text[] := '{}';  -- 'source' || chr(31) || 'dependent'
+  v_found text[];
+  v_new text[];
+  v_depth integer := 0;
 begin
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
   if coalesce(cardinality(p_ids), 0) not between 1 and 64 then
     raise exception 'invalidate: between 1 and 64 ids per call, got %', coalesce(cardinality(p_ids), 0)
       using errcode = 'PM005';
   end if;
-  if p_reason is null or p_reason not in ('deleted', 'held', 'revoked', 'corrected', 'expired') then
+  if p_reason is null
+     or p_reason not in ('deleted', 'held', 'revoked', 'corrected', 'expired', 'source-invalidated') then
     raise exception 'invalidate: unknown reason %', p_reason using errcode = 'PM002';
   end if;
+  perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
 
-  with recursive walk (entry_id, source_entry_id, depth, path) as (
-    select d.id, source.id, 1, array[source.id, d.id]
-    from unnest(p_ids) as source(id)
-    join {{entries}} d
-      on d.tenant_id = p_tenant_id and d.resource_id = p_resource_id and d.thread_id = p_thread_id
-     and (d.metadata -> '_lineage' -> 'sourceIds') ? source.id
-    where d.id <> source.id
-    union all
-    select d.id, w.entry_id, w.depth + 1, w.path || d.id
-    from walk w
-    join {{entries}} d
-      on d.tenant_id = p_tenant_id and d.resource_id = p_resource_id and d.thread_id = p_thread_id
-     and (d.metadata -> '_lineage' -> 'sourceIds') ? w.entry_id
-    where w.depth <= 8 and d.id <> all (w.path)
-  )
-  select array_agg(capped.entry_id), array_agg(capped.source_entry_id), count(*), max(capped.depth)
-  into v_dependents, v_sources, v_edges, v_depth
-  from (select * from walk limit 257) as capped;  -- the walk stops as soon as a cap is passed
-  if v_edges > 256 then
-    raise exception 'lineage walk passed the cap of 256 edges' using errcode = 'PM010';
-  end if;
-  if v_depth > 8 then
-    raise exception 'lineage walk passed the cap of depth 8' using errcode = 'PM010';
-  end if;
+  while cardinality(v_frontier) > 0 loop
+    v_depth := v_depth + 1;
+    v_found := array(
+      select distinct source.id || chr(31) || d.id
+      from unnest(v_frontier) as source(id)
+      join {{entries}} d
+        on d.tenant_id = p_tenant_id and d.resource_id = p_resource_id and d.thread_id = p_thread_id
+       and (d.metadata -> '_lineage' -> 'sourceIds') ? source.id
+      where d.id <> source.id);
+    v_edges := array(select distinct x from unnest(v_edges || v_found) as x);
+    if cardinality(v_edges) > 256 then
+      raise exception 'lineage walk passed the cap of 256 edges' using errcode = 'PM010';
+    end if;
+    v_new := array(select distinct split_part(x, chr(31), 2) from unnest(v_found) as x
+                   except select unnest(v_visited));
+    if cardinality(v_new) > 0 and v_depth > 8 then
+      raise exception 'lineage walk passed the cap of depth 8' using errcode = 'PM010';
+    end if;
+    v_visited := v_visited || v_new;
+    v_frontier := v_new;
+  end loop;
 
-  insert into {{invalidation}} (tenant_id, resource_id, thread_id, entry_id, reason, source_entry_id, created_at)
-  select p_tenant_id, p_resource_id, p_thread_id, x.entry_id, p_reason, x.source_entry_id, p_now
-  from (
-    select e.id as entry_id, e.id as source_entry_id
-    from {{entries}} e
-    where p_reason <> 'corrected'
-      and e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
-      and e.thread_id = p_thread_id and e.id = any(p_ids)
-    union all
-    select distinct on (d.entry_id) d.entry_id, d.source_entry_id
-    from unnest(v_dependents, v_sources) as d(entry_id, source_entry_id)
-    where d.entry_id is not null
-  ) x
+  insert into {{invalidation}}
+    (tenant_id, resource_id, thread_id, entry_id, reason, source_entry_id, sequence, created_at)
+  select p_tenant_id, p_resource_id, p_thread_id, e.id, p_reason,
+         case when e.id = any(p_ids) then e.id end, e.sequence, p_now
+  from {{entries}} e
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
+    and e.id = any(v_visited)
+    and (p_reason <> 'corrected' or not (e.id = any(p_ids)))
   on conflict do nothing;
   if p_reason = 'held' then
     update {{entries}} e set legal_hold = true, updated_at = p_now
@@ -752,15 +805,11 @@ begin
   end if;
 
   return query
-    select x.id
-    from (select e.id from {{entries}} e
-          where p_reason <> 'corrected'
-            and e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
-            and e.thread_id = p_thread_id and e.id = any(p_ids)
-          union
-          select unnest(v_dependents)) as x(id)
-    where x.id is not null
-    order by x.id collate "C";
+    select e.id from {{entries}} e
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
+      and e.id = any(v_visited)
+      and (p_reason <> 'corrected' or not (e.id = any(p_ids)))
+    order by e.id collate "C";
 end;
 $$;
 
@@ -778,6 +827,7 @@ declare
   v_deleted integer;
 begin
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
   if coalesce(cardinality(p_ids), 0) not between 1 and 64 then
     raise exception 'purge: between 1 and 64 ids per call, got %', coalesce(cardinality(p_ids), 0)
       using errcode = 'PM005';
@@ -820,12 +870,14 @@ declare
   v_invalidated text[] := '{}';
 begin
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
   if p_source is not null and p_source not in ('user', 'agent', 'system') then
     raise exception 'consent source must be user, agent or system, got %', p_source using errcode = 'PM002';
   end if;
   if p_scope is not null and p_scope not in ('thread', 'profile', 'user') then
     raise exception 'consent scope must be thread, profile or user, got %', p_scope using errcode = 'PM002';
   end if;
+  perform assert_time_v1(p_granted_at, 'granted_at'), assert_time_v1(p_revoked_at, 'revoked_at');
   perform 1 from {{entries}} e
   where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
     and e.thread_id = p_thread_id and e.id = p_entry_id
@@ -882,6 +934,7 @@ declare
   v_invalidated text[];
 begin
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
   if p_text is null or is_blank_v1(p_text) then
     raise exception 'the corrected text must not be blank' using errcode = 'PM002';
   end if;
@@ -904,7 +957,8 @@ begin
     update {{entries}} e
     set text = p_text, embedding = p_embedding,
         metadata = jsonb_set(e.metadata, '{_lineage}',
-                             coalesce(e.metadata -> '_lineage', '{}'::jsonb) || '{"reason": "corrected"}'),
+                             coalesce(e.metadata -> '_lineage', '{"sourceIds": []}'::jsonb)
+                             || '{"reason": "corrected"}'),
         updated_at = p_now
     where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
       and e.thread_id = p_thread_id and e.id = p_entry_id
@@ -935,8 +989,8 @@ begin
   if p_max_age_days is null and p_max_entries is null then
     raise exception 'retention needs max_age_days or max_entries' using errcode = 'PM005';
   end if;
-  if p_max_age_days < 0 or p_max_age_days in ('NaN'::float8, 'Infinity'::float8) or p_max_entries < 0 then
-    raise exception 'max_age_days and max_entries must be finite and >= 0' using errcode = 'PM005';
+  if p_max_age_days not between 0 and 36500 or p_max_entries < 0 then
+    raise exception 'max_age_days must be within 0..36500 and max_entries >= 0' using errcode = 'PM005';
   end if;
   return query
     with ranked as (
@@ -1006,10 +1060,12 @@ begin
 end;
 $$;
 
--- Replaces the embeddings of existing entries (rebuild_index); text, consent
--- and timestamps are untouched. Returns how many entries were updated.
+-- Replaces the embeddings of existing entries (rebuild_index) whose text is
+-- still the text that was embedded (a concurrent correct_v1 wins); text,
+-- consent and timestamps are untouched. Returns how many entries were updated.
 create function {{schema}}.reembed_v1(
-  p_tenant_id text, p_resource_id text, p_thread_id text, p_ids text[], p_embeddings vector[])
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_ids text[], p_texts text[],
+  p_embeddings vector[])
 returns integer
 language plpgsql volatile
 set search_path from current
@@ -1018,9 +1074,11 @@ declare
   v_updated integer;
 begin
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
   if coalesce(cardinality(p_ids), 0) <> coalesce(cardinality(p_embeddings), 0)
+     or coalesce(cardinality(p_ids), 0) <> coalesce(cardinality(p_texts), 0)
      or coalesce(cardinality(p_ids), 0) > 128 then
-    raise exception 'reembed: ids and embeddings must pair up, at most 128' using errcode = 'PM005';
+    raise exception 'reembed: ids, texts and embeddings must pair up, at most 128' using errcode = 'PM005';
   end if;
   if coalesce(cardinality(p_ids), 0) = 0 then
     return 0;
@@ -1029,9 +1087,9 @@ begin
   perform assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, vector_dims(v))
   from unnest(p_embeddings) as v;
   update {{entries}} e set embedding = x.embedding
-  from unnest(p_ids, p_embeddings) as x(id, embedding)
+  from unnest(p_ids, p_texts, p_embeddings) as x(id, text, embedding)
   where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
-    and e.thread_id = p_thread_id and e.id = x.id;
+    and e.thread_id = p_thread_id and e.id = x.id and e.text = x.text;
   get diagnostics v_updated = row_count;
   return v_updated;
 end;
