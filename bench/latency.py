@@ -5,7 +5,7 @@ tenants) of synthetic, seeded short texts embedded with the hash embedder,
 interleaving the threads' batches as concurrent users would. Embeddings are
 computed before the clock starts, so ``ingest_entries_per_s`` measures the
 store writes only (``PostgresVectorStore.remember`` batches of 128). Then it
-runs ``ANALYZE``, times ``PostgresVectorStore.recall`` (top_k=8) on the main
+runs ``VACUUM (ANALYZE)`` (as autovacuum would after a bulk load), times ``PostgresVectorStore.recall`` (top_k=8) on the main
 thread from the client, and reads the plan recall_v1 runs via auto_explain.
 
     .venv/bin/python bench/latency.py [--dsn URL] [--entries 1000] [--other-threads 20]
@@ -176,7 +176,7 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         log(f"ingesting {total} entries in batches of {BATCH}")
         seconds = await ingest(stores, threads)
         with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("analyze {}.{}").format(sql.Identifier(schema), sql.Identifier(TABLE)))
+            conn.execute(sql.SQL("vacuum (analyze) {}.{}").format(sql.Identifier(schema), sql.Identifier(TABLE)))
         log(f"ingest: {total / seconds:,.0f} entries/s ({seconds:.1f} s)")
         timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries)
         recall_sql = stores.vector_store.queries.recall  # the very statement the store sends
@@ -188,7 +188,7 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
                 await stores.vector_store.invalidate(scope, doomed[start : start + 64], "revoked")
         with psycopg.connect(dsn, autocommit=True) as conn:
             for table in (TABLE, f"{TABLE}_invalidation"):
-                conn.execute(sql.SQL("analyze {}.{}").format(sql.Identifier(schema), sql.Identifier(table)))
+                conn.execute(sql.SQL("vacuum (analyze) {}.{}").format(sql.Identifier(schema), sql.Identifier(table)))
         tombstoned_timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries)
         tombstoned_plan = explain_recall(dsn, recall_sql, main_scope, queries)
     finally:
