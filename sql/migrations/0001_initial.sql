@@ -569,8 +569,10 @@ returns table (kind text, rank integer, resource_id text, thread_id text, id tex
                created_at timestamptz, updated_at timestamptz)
 language plpgsql stable
 set search_path from current
--- One cached plan: planning per call costs more than the scan of a thread.
+-- One cached plan (planning per call costs more than the scan of a thread),
+-- costed for data in memory or on SSD, so the thread is read through its index.
 set plan_cache_mode = force_generic_plan
+set random_page_cost = 1.1
 as $$
 declare
   v_terms text[] := lexical_terms_v1(coalesce(p_query_text, ''));
