@@ -21,6 +21,16 @@ from prism_memory.schema import SchemaConfig
 TOLERANCE = 1e-6
 
 
+class Clock:
+    """A settable clock for ``create_memory(clock=...)``, so both backends stamp the same times."""
+
+    def __init__(self, now):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
 @dataclasses.dataclass
 class Raised:
     """A scenario's outcome when it raised: the error type (messages may differ)."""

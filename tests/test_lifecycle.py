@@ -16,20 +16,11 @@ from prism_memory import (
     create_hash_embedder,
 )
 
-from parity import Raised
+from parity import Clock, Raised
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
 EXPLICIT = MemoryConsent(source="user", scope="thread", visible=True)
 
-
-class Clock:
-    """A settable clock, so both backends stamp the same times."""
-
-    def __init__(self, now=T0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
 
 
 def ids(result):
@@ -82,7 +73,7 @@ async def test_invisible_and_revoked_entries_are_excluded_at_write(backends):
 async def test_revoke_invalidates_dependents_and_grant_restores_only_the_entry(backends):
     async def scenario(backend):
         seen = []
-        memory = backend.memory(clock=Clock(), on_invalidate=seen.append)
+        memory = backend.memory(clock=Clock(T0), on_invalidate=seen.append)
         await seed(
             memory,
             {"id": "a", "text": "Ada moved to Lisbon", "consent": EXPLICIT},
@@ -107,7 +98,7 @@ async def test_revoke_invalidates_dependents_and_grant_restores_only_the_entry(b
 
 async def test_set_consent_on_a_legacy_entry_makes_it_explicit_and_unknown_ids_raise(backends):
     async def scenario(backend):
-        memory = backend.memory(clock=Clock())
+        memory = backend.memory(clock=Clock(T0))
         await seed(memory, {"id": "old", "text": "legacy note"})
         record = await memory.set_consent("old", source="agent", scope="profile")
         strict = await memory.recall("legacy note", require_consent=True)
@@ -136,7 +127,7 @@ async def test_set_consent_on_a_legacy_entry_makes_it_explicit_and_unknown_ids_r
 async def test_correct_reembeds_keeps_consent_and_invalidates_dependents_only(backends):
     async def scenario(backend):
         seen = []
-        memory = backend.memory(clock=Clock(), on_invalidate=seen.append)
+        memory = backend.memory(clock=Clock(T0), on_invalidate=seen.append)
         await seed(
             memory,
             {"id": "src", "text": "Ada lives in Porto", "consent": MemoryConsent(source="user", scope="profile")},
@@ -252,7 +243,7 @@ async def test_forget_bounds(backends):
 
 async def test_retention_sweeps_in_bounded_batches_and_skips_holds(backends):
     async def scenario(backend):
-        clock = Clock()
+        clock = Clock(T0)
         memory = backend.memory(clock=clock)
         await seed(memory, *[{"id": f"e{i:02d}", "text": f"event {i}", "sequence": i} for i in range(1, 11)])
         await memory.forget(["e02"], hold=True)
@@ -283,7 +274,7 @@ async def test_retention_needs_a_rule_and_caps_its_batch(backends):
 
 async def test_export_pages_only_consented_visible_records_with_a_stable_cursor(backends):
     async def scenario(backend):
-        memory = backend.memory(clock=Clock())
+        memory = backend.memory(clock=Clock(T0))
         entries = [{"id": f"x{i}", "text": f"exported note {i}", "consent": EXPLICIT, "sequence": i} for i in range(1, 8)]
         entries += [
             {"id": "legacy", "text": "no consent", "sequence": 20},

@@ -17,17 +17,10 @@ from prism_memory import (
 )
 
 from conftest import TEST_DIMENSIONS
-from parity import Raised
+from parity import Clock, Raised
 
 T0 = datetime(2026, 3, 8, 6, 0, tzinfo=timezone.utc)
 
-
-class Clock:
-    def __init__(self, now=T0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
 
 
 def ids(result):
@@ -116,7 +109,7 @@ async def test_times_out_of_range_or_naive_are_refused_and_retention_uses_24_hou
 
 async def test_rewriting_an_entry_keeps_its_creation_time(backends):
     async def scenario(backend):
-        clock = Clock()
+        clock = Clock(T0)
         memory = backend.memory(clock=clock)
         await memory.remember([{"id": "x", "text": "first"}], wait=True)
         clock.now = T0 + timedelta(days=10)

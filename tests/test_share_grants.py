@@ -5,17 +5,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from prism_memory import InvalidEntryError, LimitExceededError, MemoryConsent
 
-from parity import Raised
+from parity import Clock, Raised
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
 
-
-class Clock:
-    def __init__(self, now=T0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
 
 
 PARENT_ENTRIES = [
@@ -51,7 +44,7 @@ async def visible(memories):
 
 async def test_share_grant_matrix(backends):
     async def scenario(backend):
-        clock = Clock()
+        clock = Clock(T0)
         memories = await readers(backend, clock)
         parent = memories["parent"]
         states = {"before": await visible(memories)}
@@ -111,7 +104,7 @@ async def test_an_empty_list_revokes_and_bad_grants_are_refused(backends):
         await backend.memory(thread_id="parent").share_with("parent", ["p1"])
 
     async def past_expiry(backend):
-        await backend.memory(thread_id="parent", clock=Clock()).share_with("child", ["p1"], expires_at=T0)
+        await backend.memory(thread_id="parent", clock=Clock(T0)).share_with("child", ["p1"], expires_at=T0)
 
     async def too_many(backend):
         await backend.memory(thread_id="parent").share_with("child", [f"x{i}" for i in range(257)])
