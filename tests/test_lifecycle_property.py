@@ -44,6 +44,7 @@ class Model:
     def __init__(self):
         self.entries: dict[str, dict] = {}
         self.tombstoned: set[str] = set()
+        self.retired: dict[str, int] = {}  # sequences of deleted entries: never handed out again
 
     def invalid_source(self, source):
         entry = self.entries.get(source)
@@ -77,8 +78,10 @@ class Model:
             entry = {
                 "sources": [s for s in sources],
                 "held": old["held"] if old else False,
-                "sequence": old["sequence"] if old else max((e["sequence"] for e in self.entries.values()), default=0) + 1,
+                "sequence": old["sequence"] if old else max(
+                    [0, *(e["sequence"] for e in self.entries.values()), *self.retired.values()]) + 1,
             }
+            self.retired.pop(entry_id, None)
             if consent is None:
                 entry.update({key: old[key] if old else False for key in ("revoked", "invisible", "explicit")})
             else:
@@ -107,14 +110,14 @@ class Model:
                     if hold:
                         self.entries[entry_id]["held"] = True
                     elif not self.entries[entry_id]["held"]:
-                        del self.entries[entry_id]
+                        self.retired[entry_id] = self.entries.pop(entry_id)["sequence"]
         elif kind == "retention":
             ordered = sorted(self.entries, key=lambda i: (self.entries[i]["sequence"], i))
             expired = [i for i in ordered[: max(0, len(ordered) - op[1])] if not self.entries[i]["held"]]
             if expired:
                 self.invalidate(expired)
                 for entry_id in expired:
-                    del self.entries[entry_id]
+                    self.retired[entry_id] = self.entries.pop(entry_id)["sequence"]
 
     def live(self):
         return {
@@ -181,7 +184,9 @@ async def check_sequence(dsn, ops):
             assert exported == model.exportable(), f"export after step {step} {op}"
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# derandomize: CI must replay the same 150 sequences (a landing cannot hinge on a
+# lucky draw); widen the search by hand with max_examples=500 and derandomize=False.
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(operation, min_size=1, max_size=16))
 # Granting an entry whose source is still invalid keeps it invalid.
 @example(ops=[("remember", "a", "apple", "visible", []), ("remember", "b", "river", None, ["a"]),
@@ -195,6 +200,9 @@ async def check_sequence(dsn, ops):
 # In one thread, a fact derived from a fact derived from a revoked entry is invalid too.
 @example(ops=[("remember", "a", "apple", "revoked", []), ("remember", "b", "river", None, ["a"]),
               ("remember", "c", "stone", None, ["b"])])
+# A deleted entry's sequence is not handed out again.
+@example(ops=[("remember", "a", "apple", None, []), ("remember", "b", "river", "visible", []),
+              ("forget", ["b"], False), ("remember", "c", "stone", "visible", [])])
 # Lineage cycles and self-references terminate; forgetting one end invalidates the other.
 @example(ops=[("remember", "a", "apple", None, ["b", "a"]), ("remember", "b", "river", None, ["a"]),
               ("forget", ["a"], False), ("retention", 0)])
