@@ -78,7 +78,7 @@ class Backend:
         self.name = name
         self.vector_store = vector_store
         self.working_store = working_store
-        self.embedder = create_hash_embedder(dimensions)
+        self.embedder = create_hash_embedder(dimensions or 64)
 
     def memory(self, **kwargs: Any):
         kwargs.setdefault("tenant_id", "t1")

@@ -126,3 +126,39 @@ async def test_a_blank_parent_thread_is_refused(backends, share_from):
         await backend.memory(thread_id="child").recall("x", share_from_parent_thread_id=share_from)
 
     assert await backends.run(scenario) == Raised(InvalidScopeError)
+
+
+async def test_a_grant_shares_entries_not_ids(backends):
+    async def scenario(backend):
+        parent = backend.memory(thread_id="parent")
+        await parent.remember([{"id": "p2", "text": "shared note"}], wait=True)
+        await parent.share_with("child", ["p2"])
+        await parent.forget(["p2"])
+        await parent.remember([{"id": "p2", "text": "new private note"}], wait=True)
+        child = backend.memory(thread_id="child")
+        return [hit.text for hit in (await child.recall("note", share_from_parent_thread_id="parent")).hits]
+
+    assert await backends.run(scenario) == []
+
+
+async def test_shared_entries_of_another_width_are_skipped(server_dsn):
+    """Unpinned install: a parent thread of 32-d entries cannot break a 64-d child's recall."""
+    from prism_memory import create_hash_embedder
+    from prism_memory.schema import SchemaConfig, migrate
+
+    from parity import Backends, assert_same, normalise
+
+    dsn = server_dsn("share_widths")
+    migrate(dsn, SchemaConfig())
+    outcomes = []
+    async with Backends(dsn, SchemaConfig(dimensions=None)) as pair:
+        for backend in pair.each:
+            parent = backend.memory(thread_id="parent", embedder=create_hash_embedder(32))
+            await parent.remember([{"id": "a", "text": "narrow note"}], wait=True)
+            await parent.share_with("child", ["a"])
+            child = backend.memory(thread_id="child", embedder=create_hash_embedder(64))
+            await child.remember([{"id": "c", "text": "wide note"}], wait=True)
+            result = await child.recall("note", share_from_parent_thread_id="parent")
+            outcomes.append(normalise([hit.id for hit in result.hits]))
+    assert_same(outcomes[0], outcomes[1])
+    assert outcomes[0] == ["c"]

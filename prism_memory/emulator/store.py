@@ -290,8 +290,8 @@ class MemoryVectorStore:
                     granted.setdefault((tenant, resource, parent), set()).update(ids)
 
         def allowed(where: tuple[str, str, str], row: _Row) -> bool:
-            in_scope = where == key or row.id in granted.get(where, ())
-            return in_scope and self._visible(where, row, require_consent)
+            shared = row.id in granted.get(where, ()) and row.embedding.shape[0] == query.shape[0]
+            return (where == key or shared) and self._visible(where, row, require_consent)
 
         pool = [(where, row) for where in dict.fromkeys([key, *granted])
                 for row in self._threads.get(where, {}).values() if allowed(where, row)]
@@ -419,6 +419,9 @@ class MemoryVectorStore:
             raise LifecycleOrderError("purge: invalidate the entries (invalidate_v1) before deleting them")
         for entry_id in doomed:
             del rows[entry_id]
+        for grant_key, (shared, expires_at) in list(self._grants.items()):
+            if grant_key[:3] == key and shared & doomed:  # a grant shares entries, not ids
+                self._grants[grant_key] = (shared - doomed, expires_at)
         return len(doomed)
 
     def _locked_row(self, key: tuple[str, str, str], entry_id: str) -> _Row:

@@ -627,7 +627,8 @@ begin
        join {{entries}} e
          on e.tenant_id = p_tenant_id and e.resource_id = g.resource_id
         and e.thread_id = g.thread_id and e.id = any(g.source_ids)
-       where is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
+       where vector_dims(e.embedding) = vector_dims(p_query_embedding)  -- another width cannot be compared
+         and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
                               p_require_consent)
          and not exists (select 1 from {{invalidation}} i
                          where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
@@ -708,6 +709,9 @@ begin
     raise exception 'shared ids must be non-blank strings of at most 512 bytes' using errcode = 'PM002';
   end if;
   perform assert_time_v1(p_expires_at, 'expires_at');
+  if p_now is null then
+    raise exception 'share_with: p_now is required' using errcode = 'PM005';
+  end if;
   if p_expires_at is not null and p_expires_at <= p_now then
     raise exception 'expires_at must be in the future' using errcode = 'PM005';
   end if;
@@ -816,7 +820,8 @@ end;
 $$;
 
 -- Deletes the bodies of p_ids (at most 64), skipping entries under legal
--- hold; returns how many rows were deleted. Every entry must already carry
+-- hold, and drops their ids from this thread's share grants; returns how many
+-- rows were deleted. Every entry must already carry
 -- its tombstone (invalidate_v1 first, so dependents never outlive the walk):
 -- otherwise PM012 and nothing is deleted.
 create function {{schema}}.purge_v1(
@@ -842,10 +847,20 @@ begin
                                  and i.thread_id = p_thread_id and i.entry_id = e.id)) then
     raise exception 'purge: invalidate the entries (invalidate_v1) before deleting them' using errcode = 'PM012';
   end if;
-  delete from {{entries}} e
-  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
-    and e.thread_id = p_thread_id and e.id = any(p_ids) and not e.legal_hold;
-  get diagnostics v_deleted = row_count;
+  with deleted as (
+    delete from {{entries}} e
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+      and e.thread_id = p_thread_id and e.id = any(p_ids) and not e.legal_hold
+    returning e.id
+  ), unshared as (
+    -- A grant shares entries, not ids: a later entry under a deleted id is not shared.
+    update {{share_grant}} g
+    set source_ids = array(select x from unnest(g.source_ids) as x
+                           where x not in (select d.id from deleted d))
+    where g.tenant_id = p_tenant_id and g.resource_id = p_resource_id
+      and g.parent_thread_id = p_thread_id and g.source_ids && array(select d.id from deleted d)
+  )
+  select count(*) into v_deleted from deleted;
   return v_deleted;
 end;
 $$;
