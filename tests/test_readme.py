@@ -40,3 +40,20 @@ def test_lifecycle_example_runs_and_prints_what_its_comments_say(capsys):
         "1",
         "[] None",
     ]
+
+
+def test_python_example_runs_on_the_embedded_server(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    block = README.split("## Using it from Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    environment = {**os.environ, "PRISM_MEMORY_DATA_DIR": str(tmp_path / "pgdata")}
+    try:
+        output = subprocess.run(
+            [sys.executable, "-c", block], env=environment, capture_output=True, text=True, timeout=120, check=True
+        ).stdout.splitlines()
+    finally:
+        subprocess.run([sys.executable, "-m", "prism_memory", "server", "stop"], env=environment, capture_output=True)
+    assert output[0] == "Name: Ada; Format: concise"
+    assert [line.split()[1] for line in output[1:]] == ["m1", "m2"]
