@@ -9,11 +9,13 @@ answers. Start with :func:`create_memory`.
 from .embedding import Embedder, HashEmbedder, assert_finite_vector, create_hash_embedder, embed_batched
 from .emulator import MemoryVectorStore, MemoryWorkingStore, create_memory_vector_store, create_memory_working_store
 from .errors import (
+    AccessVersionConflict,
     ConfigurationError,
     DimensionMismatchError,
     EmbeddingFailedError,
     EntryNotFoundError,
     IdentityMismatchError,
+    InvalidAuthorizationError,
     InvalidCursorError,
     InvalidEmbeddingError,
     InvalidEntryError,
@@ -34,10 +36,16 @@ from .errors import (
 )
 from .invariants import InvariantResult, revoked_ids_absent
 from .memory import Memory, create_memory
-from .postgres import PostgresMemoryStores, PostgresVectorStore, PostgresWorkingStore, create_postgres_memory_stores
+from .postgres import (
+    PostgresMemoryStores,
+    PostgresVectorStore,
+    PostgresWorkingStore,
+    create_postgres_memory_stores,
+    create_postgres_vector_store,
+)
 from .redaction import REDACTED
 from .schema import build_memory_ddl, build_vector_search_ddl
-from .stores import VectorStore, WorkingStore
+from .stores import RagVectorStore, VectorStore, WorkingStore
 from .types import (
     AdjacentEntry,
     ConsentChange,
@@ -47,12 +55,16 @@ from .types import (
     MemoryLimits,
     MemoryLineage,
     MemoryRecord,
+    RagAccessConstraint,
+    RagChunk,
+    RagMatch,
     RebuildResult,
     RecallHit,
     RecallResult,
     RememberResult,
     RetentionResult,
     Scope,
+    StoredChunk,
     WorkingMemoryRecord,
 )
 from .working import render_template
@@ -61,6 +73,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "REDACTED",
+    "AccessVersionConflict",
+    "InvalidAuthorizationError",
+    "RagAccessConstraint",
+    "RagChunk",
+    "RagMatch",
+    "RagVectorStore",
+    "StoredChunk",
+    "create_postgres_vector_store",
     "ConsentChange",
     "EntryNotFoundError",
     "ExportPage",

@@ -36,7 +36,7 @@ class DimensionMismatchError(InvalidEmbeddingError):
 
 
 class InvalidQueryError(ValidationError):
-    """A recall query is not a string, is blank, or is not valid UTF-8."""
+    """A recall query is not a string, is blank, or is not valid UTF-8; or a RAG ``filter`` is not a JSON object."""
 
 
 class LimitExceededError(ValidationError):
@@ -87,6 +87,14 @@ class ConfigurationError(PrismMemoryError):
     """The memory or store was configured inconsistently (e.g. an invalid JSON Schema)."""
 
 
+class InvalidAuthorizationError(ValidationError):
+    """An ACL read's principal or group ids are missing or malformed (not non-blank strings of at most 256 bytes)."""
+
+
+class AccessVersionConflict(PrismMemoryError):
+    """``set_source_access`` gave an access version lower than the one stored; nothing changed."""
+
+
 class WorkingMemoryVersionConflict(PrismMemoryError):
     """``update_working(expected_version=...)`` did not match the stored version; nothing changed."""
 
@@ -108,8 +116,11 @@ SQLSTATE_ERRORS: dict[str, type[PrismMemoryError]] = {
     "PM005": LimitExceededError,
     "PM006": PayloadTooLargeError,
     "PM007": WorkingMemoryValidationError,
+    "PM008": InvalidQueryError,
     "PM009": WorkingMemoryVersionConflict,
     "PM010": LineageLimitError,
     "PM011": EntryNotFoundError,
     "PM012": LifecycleOrderError,
+    "PM013": InvalidAuthorizationError,
+    "PM014": AccessVersionConflict,
 }

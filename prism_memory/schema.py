@@ -18,10 +18,11 @@ from .errors import InvalidIdentifierError, LimitExceededError
 from .lexical import stopwords_sql_literal
 
 #: The schema revision this package's functions need and understand.
-SCHEMA_VERSION = 1
-#: Revisions in order; each has ``NNNN_initial.sql``-style files in sql/migrations.
-REVISIONS: tuple[str, ...] = ("0001",)
-_REVISION_FILES = {"0001": "0001_initial"}
+SCHEMA_VERSION = 2
+#: Revisions in order; each has ``NNNN_<name>.sql`` (and ``.down.sql``) files in
+#: sql/migrations, plus ``NNNN_vector_search.sql`` when it touches HNSW indexes.
+REVISIONS: tuple[str, ...] = ("0001", "0002")
+_REVISION_FILES = {"0001": "0001_initial", "0002": "0002_rag"}
 
 DEFAULT_SCHEMA = "prism_memory"
 DEFAULT_TABLE = "semantic_memory"
@@ -30,6 +31,8 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _LONGEST_SUFFIX = "_rag_scope_generations"
 #: Widest pinned embedding kept in-line (STORAGE PLAIN); wider ones use pgvector's EXTERNAL.
 PLAIN_STORAGE_MAX_DIMENSIONS = 1536
+#: Widest pinned embedding that gets an HNSW index (pgvector indexes ``vector`` up to 2,000 dimensions).
+HNSW_MAX_DIMENSIONS = 2000
 MAX_DIMENSIONS = 16000
 
 
@@ -98,12 +101,19 @@ class SchemaConfig:
             "share_grant": table("_share_grant"),
             "rag_source_acl": table("_rag_source_acl"),
             "rag_scope_generations": table("_rag_scope_generations"),
+            "rag_chunk": table("_rag_chunk"),
+            "rag_source_version": table("_rag_source_version"),
             "entries_scope_idx": index("_scope_idx"),
             "entries_tsv_idx": index("_tsv_idx"),
             "entries_lineage_idx": index("_lineage_idx"),
             "entries_hnsw_idx": index("_hnsw_idx"),
             "rag_source_acl_grantee_idx": index("_rag_source_acl_grantee_idx"),
             "share_grant_child_idx": index("_share_grant_child_idx"),
+            "rag_chunk_source_idx": index("_rag_chunk_source_idx"),
+            "rag_chunk_tsv_idx": index("_rag_chunk_tsv_idx"),
+            "rag_chunk_meta_idx": index("_rag_chunk_meta_idx"),
+            "rag_chunk_hnsw_idx": index("_rag_chunk_hnsw_idx"),
+            "rag_chunk_stats": f"{schema}.{quote_identifier(self.table + '_rag_chunk_stats')}",
             "entries_scope_stats": f"{schema}.{quote_identifier(self.table + '_scope_stats')}",
             "invalidation_scope_stats": f"{schema}.{quote_identifier(self.table + '_invalidation_scope_stats')}",
             "embedding_type": "vector" if dims is None else f"vector({dims})",
@@ -142,17 +152,21 @@ def _read(filename: str) -> str | None:
 def render_revision(revision: str, config: SchemaConfig, part: str = "upgrade") -> str:
     """Render one revision's SQL.
 
-    ``part`` is ``"upgrade"`` (tables, indexes, functions), ``"vector_search"``
-    (the HNSW index; empty unless ``config.dimensions`` is pinned) or
-    ``"downgrade"``.
+    ``part`` is ``"upgrade"`` (tables, indexes, functions), ``"downgrade"``,
+    ``"vector_search"`` (HNSW indexes) or ``"vector_search_down"``; the two
+    vector-search parts are empty unless ``config.dimensions`` is pinned to
+    at most :data:`HNSW_MAX_DIMENSIONS`.
     """
     stem = _REVISION_FILES[revision]
+    indexed = config.dimensions is not None and config.dimensions <= HNSW_MAX_DIMENSIONS
     if part == "upgrade":
         template = _read(f"{stem}.sql")
     elif part == "downgrade":
         template = _read(f"{stem}.down.sql")
     elif part == "vector_search":
-        template = _read(f"{revision}_vector_search.sql") if config.dimensions is not None else None
+        template = _read(f"{revision}_vector_search.sql") if indexed else None
+    elif part == "vector_search_down":
+        template = _read(f"{revision}_vector_search.down.sql") if indexed else None
     else:
         raise ValueError(f"unknown part {part!r}")
     return render(template, config) if template else ""
@@ -169,7 +183,11 @@ def build_memory_ddl(schema: str = DEFAULT_SCHEMA, table: str = DEFAULT_TABLE, d
 
 
 def build_vector_search_ddl(schema: str = DEFAULT_SCHEMA, table: str = DEFAULT_TABLE, dimensions: int | None = None) -> str:
-    """Render the vector-search DDL (the HNSW index over ``vector(dimensions)``); empty when unpinned."""
+    """Render the vector-search DDL (the HNSW index over the RAG chunks' ``vector(dimensions)``).
+
+    Empty when unpinned or wider than :data:`HNSW_MAX_DIMENSIONS` (such
+    installs rank exactly).
+    """
     config = SchemaConfig(schema, table, dimensions)
     return "\n".join(part for revision in REVISIONS if (part := render_revision(revision, config, "vector_search")))
 

@@ -8,10 +8,22 @@ versioned SQL function; the emulator implements the same rules in Python.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from .types import ConsentChange, EntryRecord, MemoryRecord, RecallResult, Scope, WorkingMemoryRecord
+from .types import (
+    ConsentChange,
+    EntryRecord,
+    MemoryRecord,
+    RagAccessConstraint,
+    RagChunk,
+    RagMatch,
+    RecallResult,
+    Scope,
+    StoredChunk,
+    WorkingMemoryRecord,
+)
 
 
 @runtime_checkable
@@ -113,6 +125,123 @@ class WorkingStore(Protocol):
         self, scope: Scope, data: dict[str, Any], expected_version: int | None
     ) -> WorkingMemoryRecord:
         """Replace the document; version + 1. Raises ``WorkingMemoryVersionConflict`` on a stale ``expected_version``."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+@runtime_checkable
+class RagVectorStore(Protocol):
+    """The standalone vector store for RAG (seed: "Standalone durable vector store for RAG").
+
+    Chunks live in a *scope* (a knowledge base) of a tenant, in numbered
+    *generations*: a scope's current generation (0 until set) is what reads
+    and writes use by default, so a host can build generation N + 1 beside the
+    live one and switch with :meth:`set_current_generation`. Every call names
+    ``tenant_id`` and ``scope`` (non-blank, at most 256 bytes) and touches that
+    tenant only. Each method is one SQL function on Postgres (named in brackets).
+
+    Reads take ``filter`` (a JSON object matched by containment,
+    ``metadata @> filter``: it can only narrow) and ``authorization`` (a
+    :class:`RagAccessConstraint`: document ACL, applied inside the query
+    before ranking; ``None`` reads without ACL). ``top_k`` is 1..32.
+    """
+
+    async def upsert(self, tenant_id: str, scope: str, chunks: Sequence[RagChunk], *, generation: int | None = None) -> int:
+        """[rag_upsert_v1] Insert or replace ``chunks`` (at most 1,000) in ``generation`` (default: current), all or nothing; returns how many."""
+        ...
+
+    async def query(
+        self,
+        tenant_id: str,
+        scope: str,
+        embedding: Sequence[float],
+        *,
+        top_k: int = 10,
+        filter: dict[str, Any] | None = None,
+        authorization: RagAccessConstraint | None = None,
+        generation: int | None = None,
+    ) -> list[RagMatch]:
+        """[rag_query_v1] The ``min(top_k, matching chunks)`` nearest chunks by cosine similarity, score desc then id."""
+        ...
+
+    async def lexical_query(
+        self,
+        tenant_id: str,
+        scope: str,
+        text: str,
+        *,
+        top_k: int = 10,
+        filter: dict[str, Any] | None = None,
+        authorization: RagAccessConstraint | None = None,
+        generation: int | None = None,
+    ) -> list[RagMatch]:
+        """[rag_lexical_query_v1] Full-text search over ``text_tsv``: chunks holding any query term, by the share held."""
+        ...
+
+    async def get_by_source(
+        self,
+        tenant_id: str,
+        scope: str,
+        source_id: str,
+        *,
+        authorization: RagAccessConstraint | None = None,
+        generation: int | None = None,
+        after_id: str | None = None,
+        limit: int = 1000,
+    ) -> list[StoredChunk]:
+        """[rag_get_by_source_v1] A source's chunks by id after ``after_id``, at most ``limit`` (1..1000)."""
+        ...
+
+    async def delete(
+        self,
+        tenant_id: str,
+        scope: str,
+        *,
+        ids: Sequence[str] | None = None,
+        source_id: str | None = None,
+        generation: int | None = None,
+    ) -> int:
+        """[rag_delete_v1] Delete the chunks matching every criterion given (every generation unless one is named)."""
+        ...
+
+    async def get_current_generation(self, tenant_id: str, scope: str) -> int:
+        """[rag_get_generation_v1] The scope's current generation (0 when never set)."""
+        ...
+
+    async def set_current_generation(self, tenant_id: str, scope: str, generation: int) -> int:
+        """[rag_set_generation_v1] Point the scope at ``generation`` (0..2^53 - 1)."""
+        ...
+
+    async def set_source_access(
+        self,
+        tenant_id: str,
+        source_id: str,
+        *,
+        principal_ids: Sequence[str] = (),
+        group_ids: Sequence[str] = (),
+        access_version: int,
+    ) -> int:
+        """[rag_set_source_access_v1] Replace the source's grants (none: revoke all) at ``access_version``.
+
+        The version never goes back: a lower one raises
+        :class:`AccessVersionConflict` and changes nothing. Returns the number of grants.
+        """
+        ...
+
+    async def check_source_access(
+        self,
+        tenant_id: str,
+        source_id: str,
+        authorization: RagAccessConstraint,
+        *,
+        access_version: int | None = None,
+    ) -> bool:
+        """[rag_check_source_access_v1] Whether the reader holds a grant on the source (at ``access_version`` or newer)."""
+        ...
+
+    def transaction(self) -> AbstractAsyncContextManager[RagVectorStore]:
+        """``async with store.transaction() as tx:``: ``tx``'s calls land together, or none if the block raises."""
         ...
 
     async def close(self) -> None: ...

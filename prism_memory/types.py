@@ -218,6 +218,76 @@ class WorkingMemoryRecord:
     updated_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class RagChunk:
+    """One chunk to :meth:`RagVectorStore.upsert <prism_memory.stores.RagVectorStore.upsert>`.
+
+    ``id``: non-blank, at most 512 bytes, unique within a scope's generation.
+    ``source_id``: the document the chunk comes from (non-blank, at most 512
+    bytes); document ACL is granted per source. ``text``: non-blank.
+    ``embedding``: ``list[float]`` of the store's dimension. ``metadata``: a
+    JSON object that ``filter`` matches by containment. ``access_version``:
+    the source permission version the content was indexed under (an integer
+    >= 0, or ``None``); under ACL the chunk is readable only once the source's
+    grants are at that version or newer.
+    """
+
+    id: str
+    source_id: str
+    text: str
+    embedding: list[float]
+    metadata: dict[str, Any] | None = None
+    access_version: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RagMatch:
+    """A ``query`` or ``lexical_query`` result.
+
+    ``score``: cosine similarity in [-1, 1] for ``query``; for
+    ``lexical_query``, the share of the query's distinct lexical terms the
+    chunk holds, in (0, 1]. Results are ordered by score desc, then id.
+    """
+
+    id: str
+    source_id: str
+    text: str
+    metadata: dict[str, Any]
+    score: float
+    generation: int
+    access_version: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    """A chunk as ``get_by_source`` returns it, with its embedding (``list[float]``, as stored in float32)."""
+
+    id: str
+    source_id: str
+    text: str
+    metadata: dict[str, Any]
+    embedding: list[float]
+    generation: int
+    access_version: int | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RagAccessConstraint:
+    """A host-verified reader for document ACL (seed: ``authorization: "acl"``, ``RagAccessConstraint``).
+
+    Passed as ``authorization=``: reads return only chunks whose source grants
+    ``principal_id`` or one of ``group_ids`` (at most 1,024) access, checked
+    inside the SQL query before ranking. The host must have authenticated the
+    principal and resolved its groups; the store trusts them. A metadata
+    ``filter`` is never treated as ACL.
+    """
+
+    principal_id: str
+    group_ids: tuple[str, ...] = ()
+
+
 #: Hard caps from the seed ("Security and performance notes") and this project.
 HARD_CAPS: dict[str, int] = {
     "top_k": 32,
@@ -270,6 +340,10 @@ def check_int_option(name: str, value: Any, minimum: int, maximum: int) -> int:
 
 __all__ = [
     "AdjacentEntry",
+    "RagAccessConstraint",
+    "RagChunk",
+    "RagMatch",
+    "StoredChunk",
     "EntryRecord",
     "HARD_CAPS",
     "MemoryEntry",

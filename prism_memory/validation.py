@@ -13,15 +13,27 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from .errors import InvalidEntryError, InvalidScopeError, PayloadTooLargeError
+from .embedding import assert_finite_vector
+from .errors import (
+    DimensionMismatchError,
+    InvalidAuthorizationError,
+    InvalidEntryError,
+    InvalidQueryError,
+    InvalidScopeError,
+    LimitExceededError,
+    PayloadTooLargeError,
+)
 from .types import (
     CONSENT_SCOPES,
     CONSENT_SOURCES,
+    HARD_CAPS,
     ConsentChange,
     EntryRecord,
     MemoryConsent,
     MemoryEntry,
     MemoryLineage,
+    RagAccessConstraint,
+    RagChunk,
     Scope,
 )
 
@@ -286,3 +298,155 @@ def check_records(records: Sequence[EntryRecord]) -> list[dict[str, Any]]:
     ]
     check_unique_ids([record.id for record in records])
     return metadata
+
+
+# --- RAG vector store (seed: "Standalone durable vector store for RAG") ------
+
+#: Chunks per ``upsert`` call and ids per ``delete`` call.
+MAX_RAG_BATCH = 1000
+#: Grants per source (principals plus groups), and groups per ACL reader.
+MAX_RAG_GRANTS = 1024
+#: UTF-8 bytes of a chunk's text plus its compact JSON metadata.
+MAX_CHUNK_BYTES = HARD_CAPS["entry_bytes"]
+#: UTF-8 bytes of a metadata filter's JSON.
+MAX_FILTER_BYTES = 64 * 1024
+MAX_ACCESS_VERSION = 2**63 - 1
+
+
+def check_rag_scope(tenant_id: object, scope: object) -> None:
+    """Tenant and scope of a RAG call: non-blank strings of at most 256 bytes, else :class:`InvalidScopeError`."""
+    check_scope_id("tenant_id", tenant_id)
+    check_scope_id("scope", scope)
+
+
+def check_generation(generation: object, *, required: bool = False) -> int | None:
+    """A generation: an ``int`` in 0..2^53 - 1 (``None`` allowed unless ``required``), else :class:`InvalidEntryError`."""
+    if generation is None and not required:
+        return None
+    if isinstance(generation, bool) or not isinstance(generation, int) or not 0 <= generation <= MAX_SEQUENCE:
+        raise InvalidEntryError(f"generation must be an integer from 0 to 2^53 - 1, got {generation!r}")
+    return generation
+
+
+def _check_id(value: object, what: str, max_bytes: int, error: type[Exception]) -> str:
+    if not isinstance(value, str) or not value.strip() or len(_utf8(value, what, error)) > max_bytes:
+        raise error(f"{what} must be a non-blank string of at most {max_bytes} bytes, got {value!r}")
+    return value
+
+
+def check_source_id(source_id: object) -> str:
+    """A source (document) id: non-blank, at most 512 bytes, else :class:`InvalidEntryError`."""
+    return _check_id(source_id, "source_id", MAX_ENTRY_ID_BYTES, InvalidEntryError)
+
+
+def check_access_version(value: object, what: str = "access_version") -> int:
+    """An access version: an ``int`` in 0..2^63 - 1, else :class:`InvalidEntryError`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ACCESS_VERSION:
+        raise InvalidEntryError(f"{what} must be an integer from 0 to 2^63 - 1, got {value!r}")
+    return value
+
+
+def check_chunks(chunks: Sequence[RagChunk], dimensions: int | None) -> list[tuple[dict[str, Any], list[float]]]:
+    """Check an ``upsert`` batch (at most 1,000 chunks) and return each chunk's (stored metadata, embedding).
+
+    Raises :class:`InvalidEntryError` for a bad id, source id, text, metadata
+    (see :func:`json_document`) or access version, or a duplicate id;
+    :class:`PayloadTooLargeError` when text plus compact metadata JSON exceed
+    8 MiB; :class:`LimitExceededError` for more than 1,000 chunks;
+    :class:`InvalidEmbeddingError` / :class:`DimensionMismatchError` for a bad
+    embedding, one of another width than ``dimensions`` (when pinned) or than
+    the rest of the batch.
+    """
+    if isinstance(chunks, (str, bytes)) or not isinstance(chunks, Sequence):
+        raise InvalidEntryError("chunks must be a list of RagChunk")
+    if len(chunks) > MAX_RAG_BATCH:
+        raise LimitExceededError(f"upsert takes at most {MAX_RAG_BATCH} chunks per call, got {len(chunks)}")
+    checked: list[tuple[dict[str, Any], list[float]]] = []
+    for position, chunk in enumerate(chunks, start=1):
+        if not isinstance(chunk, RagChunk):
+            raise InvalidEntryError(f"chunk {position} must be a RagChunk, got {type(chunk).__name__}")
+        _check_id(chunk.id, f"chunk {position}: id", MAX_ENTRY_ID_BYTES, InvalidEntryError)
+        where = f"chunk {position} ({chunk.id})"
+        _check_id(chunk.source_id, f"{where}: source_id", MAX_ENTRY_ID_BYTES, InvalidEntryError)
+        if not isinstance(chunk.text, str) or not chunk.text.strip():
+            raise InvalidEntryError(f"{where}: text must be a non-empty string")
+        text_bytes = len(_utf8(chunk.text, f"{where}: text", InvalidEntryError))
+        metadata_text = json_document({} if chunk.metadata is None else chunk.metadata, f"{where}: metadata")
+        if text_bytes + len(metadata_text.encode("utf-8")) > MAX_CHUNK_BYTES:
+            raise PayloadTooLargeError(f"{where}: text plus metadata is over the {MAX_CHUNK_BYTES}-byte cap")
+        if chunk.access_version is not None:
+            check_access_version(chunk.access_version, f"{where}: access_version")
+        vector = assert_finite_vector(chunk.embedding, f"embedding of chunk {chunk.id!r}", dimensions)
+        if checked and len(vector) != len(checked[0][1]):
+            raise DimensionMismatchError("the embeddings in one batch differ in dimensions")
+        checked.append((json.loads(metadata_text), vector))
+    check_unique_ids([chunk.id for chunk in chunks])
+    return checked
+
+
+def check_query_text(text: object) -> str:
+    """A ``lexical_query`` text: a ``str`` of valid UTF-8 without NUL (:class:`InvalidQueryError`), at most 64 KiB (:class:`PayloadTooLargeError`)."""
+    if not isinstance(text, str):
+        raise InvalidQueryError(f"the query text must be a string, got {type(text).__name__}")
+    if len(_utf8(text, "the query text", InvalidQueryError)) > HARD_CAPS["query_bytes"]:
+        raise PayloadTooLargeError("the query text is over the 64 KiB hard cap")
+    return text
+
+
+def check_filter(filter: object) -> dict[str, Any] | None:
+    """A metadata filter as stored JSON (``None`` when absent or empty).
+
+    It must be a JSON object (see :func:`json_document`) of at most 64 KiB,
+    else :class:`InvalidQueryError` / :class:`PayloadTooLargeError`. It is
+    matched by containment (``metadata @> filter``), bound as one parameter:
+    it can only narrow a result, never widen it or reach the SQL text.
+    """
+    if filter is None:
+        return None
+    document = json_document(filter, "filter", InvalidQueryError)
+    if len(document.encode("utf-8")) > MAX_FILTER_BYTES:
+        raise PayloadTooLargeError(f"filter is over the {MAX_FILTER_BYTES}-byte hard cap")
+    return json.loads(document) or None
+
+
+def check_authorization(authorization: object) -> RagAccessConstraint | None:
+    """An ACL reader (``None``: no ACL), else :class:`InvalidAuthorizationError`.
+
+    ``principal_id`` and each of at most 1,024 ``group_ids`` must be non-blank
+    strings of at most 256 bytes.
+    """
+    if authorization is None:
+        return None
+    if not isinstance(authorization, RagAccessConstraint):
+        raise InvalidAuthorizationError(
+            f"authorization must be a RagAccessConstraint (document ACL), got {type(authorization).__name__}"
+        )
+    _check_id(authorization.principal_id, "principal_id", MAX_SCOPE_ID_BYTES, InvalidAuthorizationError)
+    groups = authorization.group_ids
+    if isinstance(groups, (str, bytes)) or not isinstance(groups, Sequence):
+        raise InvalidAuthorizationError("group_ids must be a list of group ids")
+    if len(groups) > MAX_RAG_GRANTS:
+        raise InvalidAuthorizationError(f"an ACL reader names at most {MAX_RAG_GRANTS} groups, got {len(groups)}")
+    for group in groups:
+        _check_id(group, "group id", MAX_SCOPE_ID_BYTES, InvalidAuthorizationError)
+    return RagAccessConstraint(authorization.principal_id, tuple(groups))
+
+
+def check_grants(principal_ids: object, group_ids: object, access_version: object) -> tuple[list[str], list[str], int]:
+    """The grants of ``set_source_access``: at most 1,024 ids in all, and an access version in 0..2^63 - 1.
+
+    Raises :class:`InvalidEntryError` for a bad version or a non-list,
+    :class:`LimitExceededError` for too many grants and
+    :class:`InvalidAuthorizationError` for a malformed id.
+    """
+    check_access_version(access_version, "access_version")
+    lists = []
+    for name, ids in (("principal_ids", principal_ids), ("group_ids", group_ids)):
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+            raise InvalidEntryError(f"{name} must be a list of ids")
+        lists.append(list(ids))
+    if len(lists[0]) + len(lists[1]) > MAX_RAG_GRANTS:
+        raise LimitExceededError(f"a source has at most {MAX_RAG_GRANTS} grants")
+    for grantee in lists[0] + lists[1]:
+        _check_id(grantee, "principal and group ids", MAX_SCOPE_ID_BYTES, InvalidAuthorizationError)
+    return lists[0], lists[1], access_version  # type: ignore[return-value]

@@ -49,8 +49,10 @@ EXPECTED_TABLES = [
     "alembic_version",
     "semantic_memory",
     "semantic_memory_invalidation",
+    "semantic_memory_rag_chunk",
     "semantic_memory_rag_scope_generations",
     "semantic_memory_rag_source_acl",
+    "semantic_memory_rag_source_version",
     "semantic_memory_share_grant",
     "semantic_memory_working",
 ]
@@ -75,7 +77,45 @@ def test_upgrade_twice_is_a_no_op(server_dsn):
     migrate(dsn, SchemaConfig(dimensions=16))
     assert catalog(dsn, "prism_memory") == first
     with psycopg.connect(dsn) as conn:
-        assert conn.execute("select version_num from prism_memory.alembic_version").fetchall() == [("0001",)]
+        assert conn.execute("select version_num from prism_memory.alembic_version").fetchall() == [("0002",)]
+
+
+def indexes(dsn: str, schema: str) -> list[str]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("select indexname from pg_indexes where schemaname = %s order by 1", (schema,)).fetchall()
+    return [row[0] for row in rows]
+
+
+def test_upgrade_from_0001_keeps_entries_and_moves_hnsw_to_the_chunks(server_dsn):
+    dsn = server_dsn("mig_from_0001")
+    config = SchemaConfig(dimensions=4)
+    migrate(dsn, config, "0001")
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            "select prism_memory.remember_v1(p_tenant_id => 't', p_resource_id => 'r', p_thread_id => 'th', "
+            "p_ids => array['a'], p_texts => array['kept across revisions'], p_embeddings => array['[1,0,0,0]'::vector])"
+        )
+    assert "semantic_memory_hnsw_idx" in indexes(dsn, "prism_memory")
+    migrate(dsn, config)
+    after = indexes(dsn, "prism_memory")
+    assert "semantic_memory_hnsw_idx" not in after and "semantic_memory_rag_chunk_hnsw_idx" in after
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("select id, text from prism_memory.semantic_memory").fetchall() == [("a", "kept across revisions")]
+        assert conn.execute("select schema_version from prism_memory.install_info_v1()").fetchone() == (2,)
+    downgrade(dsn, config, "0001")
+    back = indexes(dsn, "prism_memory")
+    assert "semantic_memory_hnsw_idx" in back and "semantic_memory_rag_chunk_hnsw_idx" not in back
+    assert "semantic_memory_rag_chunk" not in tables(dsn, "prism_memory")
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("select schema_version from prism_memory.install_info_v1()").fetchone() == (1,)
+        assert conn.execute("select count(*) from prism_memory.semantic_memory").fetchone() == (1,)
+
+
+def test_dimensions_over_the_hnsw_limit_install_without_hnsw(server_dsn):
+    dsn = server_dsn("mig_wide")
+    migrate(dsn, SchemaConfig(dimensions=3072))
+    assert not [name for name in indexes(dsn, "prism_memory") if "hnsw" in name]
+    assert build_vector_search_ddl(dimensions=3072) == ""
 
 
 @pytest.mark.parametrize("dimensions", [None, 16])
@@ -91,7 +131,10 @@ def test_migrated_catalog_equals_hand_rendered_ddl(server_dsn, dimensions):
     expected = catalog(migrated, "prism_memory")
     assert catalog(by_hand, "prism_memory") == expected
     indexes = {name: definition for kind, name, definition in expected if kind == "index"}
-    assert ("semantic_memory_hnsw_idx" in indexes) is (dimensions is not None)
+    assert "semantic_memory_hnsw_idx" not in indexes
+    assert ("semantic_memory_rag_chunk_hnsw_idx" in indexes) is (dimensions is not None)
+    assert "USING gin (metadata jsonb_path_ops)" in indexes["semantic_memory_rag_chunk_meta_idx"]
+    assert "USING gin (text_tsv)" in indexes["semantic_memory_rag_chunk_tsv_idx"]
     assert "USING gin (text_tsv)" in indexes["semantic_memory_tsv_idx"]
     assert "'_lineage'::text) -> 'sourceIds'" in indexes["semantic_memory_lineage_idx"]
     assert "(tenant_id, resource_id, thread_id, sequence)" in indexes["semantic_memory_scope_idx"]

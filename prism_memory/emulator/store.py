@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -26,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from ..embedding import assert_finite_vector
 from ..errors import (
     DimensionMismatchError,
     EntryNotFoundError,
@@ -63,6 +61,9 @@ from ..validation import (
     check_shared_ids,
     json_document,
 )
+from .rag import EmulatorRagStore
+from .vectors import float32, norm_squared
+from .vectors import similarity as cosine_similarity
 
 
 def _now() -> datetime:
@@ -121,16 +122,6 @@ class _Row:
         return record, list(invalidated)
 
 
-def _float32(values: Sequence[float], label: str) -> np.ndarray:
-    """The embedding as pgvector stores it (float32), after the same checks as ``assert_embedding_v1``."""
-    return np.asarray(assert_finite_vector(values, label), dtype=np.float32)
-
-
-def _norm_squared(vector: np.ndarray) -> float:
-    as_double = vector.astype(np.float64)
-    return float(np.dot(as_double, as_double))
-
-
 def _sources(row: _Row) -> list[str]:
     lineage = row.metadata.get("_lineage")
     return list(lineage.get("sourceIds", [])) if isinstance(lineage, dict) else []
@@ -139,12 +130,13 @@ def _sources(row: _Row) -> list[str]:
 _REASONS = ("deleted", "held", "revoked", "corrected", "expired", "source-invalidated")
 
 
-class MemoryVectorStore:
-    """In-memory :class:`prism_memory.stores.VectorStore` (seed ``createMemoryVectorStore``).
+class MemoryVectorStore(EmulatorRagStore):
+    """In-memory :class:`prism_memory.stores.VectorStore` and :class:`prism_memory.stores.RagVectorStore` (seed ``createMemoryVectorStore``).
 
     ``dimensions`` pins the embedding width like ``vector(N)``; unpinned, the
-    first entry of a thread fixes its width. Data lives in this object only.
-    Each method mirrors the SQL function named in its docstring.
+    first entry of a thread (or chunk of a RAG scope) fixes its width. Data
+    lives in this object only. Each method mirrors the SQL function named in
+    its docstring.
     """
 
     def __init__(self, dimensions: int | None = None) -> None:
@@ -155,6 +147,7 @@ class MemoryVectorStore:
         #: thread -> entry id -> (reason, sequence of the entry when tombstoned)
         self._tombstones: dict[tuple[str, str, str], dict[str, tuple[str, int | None]]] = {}
         self._grants: dict[tuple[str, str, str, str, str], tuple[frozenset[str], datetime | None]] = {}
+        self._init_rag()
 
     @staticmethod
     def _key(scope: Scope) -> tuple[str, str, str]:
@@ -182,7 +175,7 @@ class MemoryVectorStore:
             return 0, []
         now = now or _now()
         metadata = check_records(records)
-        vectors = [_float32(record.embedding, f"embedding of entry {record.id!r}") for record in records]
+        vectors = [float32(record.embedding, f"embedding of entry {record.id!r}") for record in records]
         if len({vector.shape[0] for vector in vectors}) > 1:
             raise DimensionMismatchError("the embeddings in one batch differ in dimensions")
         for record in records:
@@ -210,7 +203,7 @@ class MemoryVectorStore:
                 text=record.text,
                 metadata=meta,
                 embedding=vector,
-                norm_squared=_norm_squared(vector),
+                norm_squared=norm_squared(vector),
                 terms=frozenset(lexical_terms(record.text)),
                 sequence=sequence,
                 importance=None if record.importance is None else min(1.0, max(0.0, float(record.importance))),
@@ -277,7 +270,7 @@ class MemoryVectorStore:
             raise PayloadTooLargeError("the query text is over the 64 KiB hard cap")
         if share_from_parent_thread_id is not None:
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
-        query = _float32(query_embedding, "query embedding")
+        query = float32(query_embedding, "query embedding")
         self._check_dimensions(self._threads.get(key, {}), query.shape[0])
         now = now or _now()
 
@@ -296,14 +289,11 @@ class MemoryVectorStore:
         pool = [(where, row) for where in dict.fromkeys([key, *granted])
                 for row in self._threads.get(where, {}).values() if allowed(where, row)]
         query_terms = set(lexical_terms(query_text or ""))
-        query_norm_squared = _norm_squared(query)
+        query_norm_squared = norm_squared(query)
         query_double = query.astype(np.float64)
         scored = []
         for where, row in pool:
-            dot = float(np.dot(row.embedding.astype(np.float64), query_double))
-            cosine = dot / math.sqrt(row.norm_squared * query_norm_squared)
-            cosine = 1.0 if cosine > 1 else -1.0 if cosine < -1 else cosine
-            similarity = 1.0 - (1.0 - cosine)
+            similarity = cosine_similarity(row.embedding, row.norm_squared, query_double, query_norm_squared)
             lexical = len(query_terms & row.terms) / len(query_terms) if query_terms else 0.0
             score = similarity + LEXICAL_WEIGHT * lexical
             scored.append(((-score, row.sequence, row.id, where[2], where[1]), where, row, similarity, lexical, score))
@@ -468,7 +458,7 @@ class MemoryVectorStore:
         now = now or _now()
         if not isinstance(text, str) or not text.strip():
             raise InvalidEntryError("the corrected text must not be blank")
-        vector = _float32(embedding, "the embedding")
+        vector = float32(embedding, "the embedding")
         rows = self._threads.get(key, {})
         self._check_dimensions(rows, vector.shape[0])
         row = self._locked_row(key, entry_id)
@@ -476,7 +466,7 @@ class MemoryVectorStore:
         row.text = text
         row.terms = frozenset(lexical_terms(text))
         row.embedding = vector
-        row.norm_squared = _norm_squared(vector)
+        row.norm_squared = norm_squared(vector)
         lineage = row.metadata.get("_lineage")
         row.metadata["_lineage"] = {**(lineage if isinstance(lineage, dict) else {"sourceIds": []}), "reason": "corrected"}
         row.updated_at = now
@@ -540,7 +530,7 @@ class MemoryVectorStore:
         key = self._key(scope)
         if len(ids) != len(embeddings) or len(ids) != len(texts) or len(ids) > 128:
             raise LimitExceededError("reembed: ids, texts and embeddings must pair up, at most 128")
-        vectors = [_float32(vector, "an embedding") for vector in embeddings]
+        vectors = [float32(vector, "an embedding") for vector in embeddings]
         rows = self._threads.get(key, {})
         for vector in vectors:
             self._check_dimensions(rows, vector.shape[0])
@@ -548,7 +538,7 @@ class MemoryVectorStore:
         for entry_id, text, vector in zip(ids, texts, vectors):
             if entry_id in rows and rows[entry_id].text == text:
                 rows[entry_id].embedding = vector
-                rows[entry_id].norm_squared = _norm_squared(vector)
+                rows[entry_id].norm_squared = norm_squared(vector)
                 updated += 1
         return updated
 

@@ -1,5 +1,20 @@
 """PostgreSQL/pgvector adapter: thin typed callers of the versioned SQL functions."""
 
-from .store import PostgresMemoryStores, PostgresVectorStore, PostgresWorkingStore, create_postgres_memory_stores
+from .rag import PostgresRagStore, PostgresRagTransaction
+from .store import (
+    PostgresMemoryStores,
+    PostgresVectorStore,
+    PostgresWorkingStore,
+    create_postgres_memory_stores,
+    create_postgres_vector_store,
+)
 
-__all__ = ["PostgresMemoryStores", "PostgresVectorStore", "PostgresWorkingStore", "create_postgres_memory_stores"]
+__all__ = [
+    "PostgresMemoryStores",
+    "PostgresRagStore",
+    "PostgresRagTransaction",
+    "PostgresVectorStore",
+    "PostgresWorkingStore",
+    "create_postgres_memory_stores",
+    "create_postgres_vector_store",
+]

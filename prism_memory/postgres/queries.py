@@ -28,8 +28,24 @@ class Queries:
     count_entries: sql.Composed
     reembed: sql.Composed
     share_with: sql.Composed
+    rag_upsert: sql.Composed
+    rag_query: sql.Composed
+    rag_lexical_query: sql.Composed
+    rag_get_by_source: sql.Composed
+    rag_delete: sql.Composed
+    rag_get_generation: sql.Composed
+    rag_set_generation: sql.Composed
+    rag_set_source_access: sql.Composed
+    rag_check_source_access: sql.Composed
 
 
+#: The columns of a RAG match (rag_query_v1, rag_lexical_query_v1), in order.
+MATCH = "id, source_id, text, metadata, generation, access_version, score"
+#: The arguments every RAG read shares after its own: the filter, the ACL reader, the generation.
+READ_ARGS = (
+    "p_filter => %s::jsonb, p_acl => %s::boolean, p_principal_id => %s::text, "
+    "p_group_ids => %s::text[], p_generation => %s::bigint)"
+)
 #: The columns of ``entry_record_v1``, in order.
 RECORD = "id, text, metadata, sequence, importance, consent_source, consent_scope, consent_visible, consent_granted_at, consent_revoked_at, legal_hold, created_at, updated_at, invalidated"
 
@@ -119,5 +135,41 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_parent_thread_id => %s::text, "
             "p_child_resource_id => %s::text, p_child_thread_id => %s::text, p_source_ids => %s::text[], "
             "p_expires_at => %s::timestamptz, p_now => %s::timestamptz)"
+        ),
+        rag_upsert=q(
+            "select {s}.rag_upsert_v1(p_tenant_id => %s::text, p_scope => %s::text, "
+            "p_ids => %s::text[], p_source_ids => %s::text[], p_texts => %s::text[], "
+            "p_embeddings => %s::{vector}[], p_metadata => %s::jsonb[], p_access_versions => %s::bigint[], "
+            "p_generation => %s::bigint)"
+        ),
+        rag_query=q(
+            f"select {MATCH} from {{s}}.rag_query_v1(p_tenant_id => %s::text, p_scope => %s::text, "
+            f"p_embedding => %s::{{vector}}, p_top_k => %s::integer, {READ_ARGS}"
+        ),
+        rag_lexical_query=q(
+            f"select {MATCH} from {{s}}.rag_lexical_query_v1(p_tenant_id => %s::text, p_scope => %s::text, "
+            f"p_query_text => %s::text, p_top_k => %s::integer, {READ_ARGS}"
+        ),
+        rag_get_by_source=q(
+            "select id, source_id, text, metadata, embedding, generation, access_version, created_at, updated_at "
+            "from {s}.rag_get_by_source_v1(p_tenant_id => %s::text, p_scope => %s::text, p_source_id => %s::text, "
+            "p_after_id => %s::text, p_limit => %s::integer, p_acl => %s::boolean, p_principal_id => %s::text, "
+            "p_group_ids => %s::text[], p_generation => %s::bigint)"
+        ),
+        rag_delete=q(
+            "select {s}.rag_delete_v1(p_tenant_id => %s::text, p_scope => %s::text, p_ids => %s::text[], "
+            "p_source_id => %s::text, p_generation => %s::bigint)"
+        ),
+        rag_get_generation=q("select {s}.rag_get_generation_v1(p_tenant_id => %s::text, p_scope => %s::text)"),
+        rag_set_generation=q(
+            "select {s}.rag_set_generation_v1(p_tenant_id => %s::text, p_scope => %s::text, p_generation => %s::bigint)"
+        ),
+        rag_set_source_access=q(
+            "select {s}.rag_set_source_access_v1(p_tenant_id => %s::text, p_source_id => %s::text, "
+            "p_principal_ids => %s::text[], p_group_ids => %s::text[], p_access_version => %s::bigint)"
+        ),
+        rag_check_source_access=q(
+            "select {s}.rag_check_source_access_v1(p_tenant_id => %s::text, p_source_id => %s::text, "
+            "p_principal_id => %s::text, p_group_ids => %s::text[], p_access_version => %s::bigint)"
         ),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -31,6 +32,7 @@ from ..types import (
 )
 from .errors import translate, wrap_exceptions
 from .queries import Queries, build_queries, install_info_query
+from .rag import PostgresRagStore, PostgresRagTransaction, pooled_transaction
 
 #: SQLSTATEs of a session the server ended (admin/crash/cannot-connect-now): the statement never ran.
 _SESSION_TERMINATED = frozenset({"57P01", "57P02", "57P03"})
@@ -68,8 +70,15 @@ class _PostgresBase:
         await self.pool.close()
 
 
-class PostgresVectorStore(_PostgresBase):
-    """:class:`prism_memory.stores.VectorStore` over ``remember_v1`` / ``recall_v1``."""
+class PostgresVectorStore(_PostgresBase, PostgresRagStore):
+    """:class:`prism_memory.stores.VectorStore` over ``remember_v1`` / ``recall_v1`` and friends, and
+    :class:`prism_memory.stores.RagVectorStore` over the ``rag_*_v1`` functions (:class:`PostgresRagStore`)."""
+
+    def transaction(self) -> AbstractAsyncContextManager[PostgresRagTransaction]:
+        """All or nothing: ``async with store.transaction() as tx:`` runs ``tx``'s RAG calls on one
+        pooled connection in one transaction, committed when the block exits cleanly and rolled
+        back when it raises (or is cancelled)."""
+        return pooled_transaction(self.pool, self.config, self.queries)
 
     async def remember(
         self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None
@@ -294,11 +303,12 @@ class PostgresMemoryStores:
         await self.close()
 
 
-async def _check_install(connection_string: str, config: SchemaConfig) -> tuple[str, TypeInfo]:
+async def _check_install(connection_string: str, config: SchemaConfig) -> tuple[str, TypeInfo, int | None]:
     """Refuse a database whose schema is missing, older, newer, or holds another table/dimension.
 
-    Returns pgvector's schema and ``vector`` type, looked up by its qualified
-    name so the caller's ``search_path`` does not matter.
+    Returns pgvector's schema and ``vector`` type (looked up by its qualified
+    name so the caller's ``search_path`` does not matter) and the install's
+    pinned dimension.
     """
     with wrap_exceptions():
         async with await psycopg.AsyncConnection.connect(connection_string, autocommit=True) as conn:
@@ -316,32 +326,21 @@ async def _check_install(connection_string: str, config: SchemaConfig) -> tuple[
             f"schema {config.schema!r} holds table {table!r} with dimensions {dimensions}, "
             f"not {config.table!r} with {config.dimensions}; one install per schema"
         )
-    return vector_schema, vector_type
+    return vector_schema, vector_type, dimensions
 
 
-async def create_postgres_memory_stores(
-    connection_string: str,
-    *,
-    schema: str = "prism_memory",
-    table: str = "semantic_memory",
-    dimensions: int | None = None,
-    skip_migrations: bool = False,
-    min_pool_size: int = 1,
-    max_pool_size: int = 8,
-) -> PostgresMemoryStores:
-    """Connect, migrate (unless ``skip_migrations``) and return the Postgres stores.
+async def _open_pool(
+    connection_string: str, config: SchemaConfig, skip_migrations: bool, min_pool_size: int, max_pool_size: int
+) -> tuple[AsyncConnectionPool, Queries, SchemaConfig]:
+    """Migrate (unless ``skip_migrations``), check the install, and open an autocommit pool.
 
-    ``connection_string``: a libpq URL (``postgresql://...``). ``dimensions``
-    pins ``vector(N)`` and builds HNSW; it must equal the embedder's
-    ``dimensions``. Raises :class:`InvalidIdentifierError` for a bad schema or
-    table name and :class:`SchemaVersionError` when the installed schema is
-    missing, older, newer, or holds another table/dimension. Close the result
-    (``await stores.close()``) to end its pool.
+    The returned config carries the install's pinned dimension (so an
+    unpinned request against a pinned install still checks widths in Python).
     """
-    config = SchemaConfig(schema, table, dimensions)
     if not skip_migrations:
         await asyncio.to_thread(migrate, connection_string, config)
-    vector_schema, vector_type = await _check_install(connection_string, config)
+    vector_schema, vector_type, dimensions = await _check_install(connection_string, config)
+    config = SchemaConfig(config.schema, config.table, dimensions)
     queries = build_queries(config.schema, vector_schema)
 
     async def configure(conn: psycopg.AsyncConnection) -> None:
@@ -360,6 +359,59 @@ async def create_postgres_memory_stores(
     except PoolTimeout as exc:
         await pool.close()
         raise StoreError(f"could not open connections to the database: {exc}") from exc
+    return pool, queries, config
+
+
+async def create_postgres_memory_stores(
+    connection_string: str,
+    *,
+    schema: str = "prism_memory",
+    table: str = "semantic_memory",
+    dimensions: int | None = None,
+    skip_migrations: bool = False,
+    min_pool_size: int = 1,
+    max_pool_size: int = 8,
+) -> PostgresMemoryStores:
+    """Connect, migrate (unless ``skip_migrations``) and return the Postgres stores.
+
+    ``connection_string``: a libpq URL (``postgresql://...``). ``dimensions``
+    pins ``vector(N)`` (and, up to 2,000, builds HNSW over the RAG chunks); it
+    must equal the embedder's ``dimensions``. Raises
+    :class:`InvalidIdentifierError` for a bad schema or table name and
+    :class:`SchemaVersionError` when the installed schema is missing, older,
+    newer, or holds another table/dimension. Close the result
+    (``await stores.close()``) to end its pool.
+    """
+    config = SchemaConfig(schema, table, dimensions)
+    pool, queries, config = await _open_pool(connection_string, config, skip_migrations, min_pool_size, max_pool_size)
     return PostgresMemoryStores(
         PostgresVectorStore(pool, config, queries), PostgresWorkingStore(pool, config, queries), pool, config
     )
+
+
+async def create_postgres_vector_store(
+    connection_string: str,
+    *,
+    schema: str = "prism_memory",
+    table: str = "semantic_memory",
+    dimension: int | None = None,
+    skip_migrations: bool = False,
+    min_pool_size: int = 1,
+    max_pool_size: int = 8,
+) -> PostgresVectorStore:
+    """The standalone durable vector store for RAG (seed ``createPostgresVectorStore``).
+
+    Connects to the host's knowledge database, migrates (unless
+    ``skip_migrations``) and returns a store that owns its pool; ``await
+    store.close()`` ends it. ``dimension`` pins the embedding column to
+    ``vector(dimension)`` with an HNSW index (up to 2,000 dimensions); every
+    embedding written or queried must then have exactly that width, else
+    :class:`DimensionMismatchError` (fail closed, never drift). Unpinned, the
+    first chunk of a scope fixes the scope's width. Raises
+    :class:`InvalidIdentifierError` for a bad schema or table name and
+    :class:`SchemaVersionError` when the install is missing (with
+    ``skip_migrations``), older, newer, or pinned to another dimension.
+    """
+    config = SchemaConfig(schema, table, dimension)
+    pool, queries, config = await _open_pool(connection_string, config, skip_migrations, min_pool_size, max_pool_size)
+    return PostgresVectorStore(pool, config, queries)

@@ -1,0 +1,383 @@
+"""The emulator's RAG vector store: the rules of the ``rag_*_v1`` SQL functions in Python.
+
+It always ranks exactly (Postgres ranks exactly up to 1,000 candidates, and
+through HNSW beyond that). Metadata filters follow ``jsonb @>`` containment;
+ties break on id in code-point order, like ``collate "C"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from ..errors import (
+    AccessVersionConflict,
+    DimensionMismatchError,
+    InvalidAuthorizationError,
+    InvalidEntryError,
+    LimitExceededError,
+    StoreError,
+)
+from ..lexical import lexical_terms
+from ..types import HARD_CAPS, RagAccessConstraint, RagChunk, RagMatch, StoredChunk, check_int_option
+from ..validation import (
+    MAX_RAG_BATCH,
+    check_access_version,
+    check_authorization,
+    check_chunks,
+    check_filter,
+    check_generation,
+    check_grants,
+    check_query_text,
+    check_rag_scope,
+    check_scope_id,
+    check_shared_ids,
+    check_source_id,
+)
+from .vectors import float32, norm_squared, similarity
+
+
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    """One row of ``<table>_rag_chunk``."""
+
+    id: str
+    source_id: str
+    text: str
+    metadata: dict[str, Any]
+    embedding: np.ndarray  # float32, as pgvector stores it
+    norm_squared: float
+    terms: frozenset[str]
+    generation: int
+    access_version: int | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(slots=True)
+class _RagState:
+    """Everything the RAG tables hold; a transaction works on a copy and swaps it in at commit."""
+
+    #: (tenant, scope) -> (generation, chunk id) -> chunk
+    chunks: dict[tuple[str, str], dict[tuple[int, str], _Chunk]] = field(default_factory=dict)
+    #: (tenant, scope) -> current generation
+    generations: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: (tenant, source) -> (access version, {(grantee kind, grantee id)})
+    acl: dict[tuple[str, str], tuple[int, frozenset[tuple[str, str]]]] = field(default_factory=dict)
+
+    def copy(self) -> _RagState:
+        return _RagState({key: dict(rows) for key, rows in self.chunks.items()}, dict(self.generations), dict(self.acl))
+
+
+def json_contains(stored: Any, wanted: Any) -> bool:
+    """``stored @> wanted`` for jsonb values below the top level (where a scalar never matches an array)."""
+    if isinstance(wanted, dict):
+        return isinstance(stored, dict) and all(key in stored and json_contains(stored[key], value) for key, value in wanted.items())
+    if isinstance(wanted, list):
+        return isinstance(stored, list) and all(
+            any(json_contains(item, element) for item in stored) for element in wanted
+        )
+    if isinstance(stored, (dict, list)):
+        return False
+    if isinstance(wanted, bool) or isinstance(stored, bool):
+        return isinstance(wanted, bool) and isinstance(stored, bool) and wanted == stored
+    if isinstance(wanted, (int, float)) and isinstance(stored, (int, float)):
+        return stored == wanted
+    return type(stored) is type(wanted) and stored == wanted
+
+
+class EmulatorRagStore:
+    """The RAG contract in memory (seed ``createMemoryVectorStore`` for the ``rag`` subpath).
+
+    Mixed into :class:`prism_memory.emulator.MemoryVectorStore`; see
+    :class:`prism_memory.stores.RagVectorStore` for the contract. Each
+    method mirrors the SQL function named in its docstring. Writes outside a
+    transaction wait for an open transaction to end.
+    """
+
+    dimensions: int | None
+
+    def _init_rag(self) -> None:
+        self._rag = _RagState()
+        self._rag_lock = asyncio.Lock()
+        self._in_transaction = False
+
+    @asynccontextmanager
+    async def _writing(self) -> AsyncIterator[None]:
+        if self._in_transaction:
+            yield
+        else:
+            async with self._rag_lock:
+                yield
+
+    def _current_generation(self, key: tuple[str, str]) -> int:
+        return self._rag.generations.get(key, 0)
+
+    def _check_width(self, key: tuple[str, str], width: int) -> None:
+        """Mirror of ``rag_assert_dimensions_v1``."""
+        expected = self.dimensions
+        if expected is None:
+            for chunk in self._rag.chunks.get(key, {}).values():
+                expected = int(chunk.embedding.shape[0])
+                break
+        if expected is not None and width != expected:
+            raise DimensionMismatchError(f"embedding has {width} dimensions, expected {expected}")
+
+    def _readable(self, tenant_id: str, chunk: _Chunk, reader: RagAccessConstraint | None) -> bool:
+        """Mirror of the ACL EXISTS of ``rag_where_v1``."""
+        if reader is None:
+            return True
+        version, grants = self._rag.acl.get((tenant_id, chunk.source_id), (0, frozenset()))
+        granted = ("principal", reader.principal_id) in grants or any(("group", group) in grants for group in reader.group_ids)
+        return granted and version >= (chunk.access_version or 0)
+
+    def _candidates(
+        self,
+        tenant_id: str,
+        scope: str,
+        top_k: int,
+        filter: object,
+        authorization: object,
+        generation: object,
+    ) -> tuple[tuple[str, str], int, list[_Chunk], RagAccessConstraint | None]:
+        """Mirror of ``rag_read_generation_v1`` plus ``rag_where_v1``: (key, generation, candidates, reader)."""
+        check_rag_scope(tenant_id, scope)
+        check_generation(generation)
+        check_int_option("top_k", top_k, 1, HARD_CAPS["top_k"])
+        wanted = check_filter(filter)
+        reader = check_authorization(authorization)
+        key = (tenant_id, scope)
+        read_generation = self._current_generation(key) if generation is None else int(generation)  # type: ignore[arg-type]
+        candidates = [
+            chunk
+            for (chunk_generation, _), chunk in self._rag.chunks.get(key, {}).items()
+            if chunk_generation == read_generation
+            and (wanted is None or json_contains(chunk.metadata, wanted))
+            and self._readable(tenant_id, chunk, reader)
+        ]
+        return key, read_generation, candidates, reader
+
+    async def upsert(self, tenant_id: str, scope: str, chunks: Sequence[RagChunk], *, generation: int | None = None) -> int:
+        """Mirror of ``rag_upsert_v1``."""
+        check_rag_scope(tenant_id, scope)
+        check_generation(generation)
+        checked = check_chunks(chunks, self.dimensions)
+        if not chunks:
+            return 0
+        key = (tenant_id, scope)
+        async with self._writing():
+            self._check_width(key, len(checked[0][1]))
+            target = self._current_generation(key) if generation is None else generation
+            rows = self._rag.chunks.setdefault(key, {})
+            now = datetime.now(timezone.utc)
+            for chunk, (metadata, vector) in zip(chunks, checked):
+                stored = float32(vector, "embedding")
+                existing = rows.get((target, chunk.id))
+                rows[(target, chunk.id)] = _Chunk(
+                    chunk.id, chunk.source_id, chunk.text, metadata, stored, norm_squared(stored),
+                    frozenset(lexical_terms(chunk.text)), target, chunk.access_version,
+                    existing.created_at if existing else now, now,
+                )
+        return len(chunks)
+
+    async def query(
+        self,
+        tenant_id: str,
+        scope: str,
+        embedding: Sequence[float],
+        *,
+        top_k: int = 10,
+        filter: dict[str, Any] | None = None,
+        authorization: RagAccessConstraint | None = None,
+        generation: int | None = None,
+    ) -> list[RagMatch]:
+        """Mirror of ``rag_query_v1`` (always the exact path)."""
+        key, _, candidates, _ = self._candidates(tenant_id, scope, top_k, filter, authorization, generation)
+        query = float32(embedding, "query embedding", self.dimensions)
+        self._check_width(key, query.shape[0])
+        query_double = query.astype(np.float64)
+        query_norm = norm_squared(query)
+        scored = [(similarity(chunk.embedding, chunk.norm_squared, query_double, query_norm), chunk) for chunk in candidates]
+        scored.sort(key=lambda item: (-item[0], item[1].id))
+        return [_match(chunk, score) for score, chunk in scored[:top_k]]
+
+    async def lexical_query(
+        self,
+        tenant_id: str,
+        scope: str,
+        text: str,
+        *,
+        top_k: int = 10,
+        filter: dict[str, Any] | None = None,
+        authorization: RagAccessConstraint | None = None,
+        generation: int | None = None,
+    ) -> list[RagMatch]:
+        """Mirror of ``rag_lexical_query_v1``: share of the query's distinct terms held, chunks with at least one."""
+        _, _, candidates, _ = self._candidates(tenant_id, scope, top_k, filter, authorization, generation)
+        check_query_text(text)
+        terms = set(lexical_terms(text))
+        if not terms:
+            return []
+        scored = [(len(terms & chunk.terms) / len(terms), chunk) for chunk in candidates if terms & chunk.terms]
+        scored.sort(key=lambda item: (-item[0], item[1].id))
+        return [_match(chunk, score) for score, chunk in scored[:top_k]]
+
+    async def get_by_source(
+        self,
+        tenant_id: str,
+        scope: str,
+        source_id: str,
+        *,
+        authorization: RagAccessConstraint | None = None,
+        generation: int | None = None,
+        after_id: str | None = None,
+        limit: int = 1000,
+    ) -> list[StoredChunk]:
+        """Mirror of ``rag_get_by_source_v1``."""
+        _, _, candidates, _ = self._candidates(tenant_id, scope, 1, None, authorization, generation)
+        check_source_id(source_id)
+        if after_id is not None:
+            check_shared_ids([after_id])
+        check_int_option("limit", limit, 1, 1000)
+        chosen = sorted(
+            (chunk for chunk in candidates if chunk.source_id == source_id and (after_id is None or chunk.id > after_id)),
+            key=lambda chunk: chunk.id,
+        )
+        return [
+            StoredChunk(
+                chunk.id, chunk.source_id, chunk.text, copy.deepcopy(chunk.metadata),
+                [float(value) for value in chunk.embedding], chunk.generation, chunk.access_version,
+                chunk.created_at, chunk.updated_at,
+            )
+            for chunk in chosen[:limit]
+        ]
+
+    async def delete(
+        self,
+        tenant_id: str,
+        scope: str,
+        *,
+        ids: Sequence[str] | None = None,
+        source_id: str | None = None,
+        generation: int | None = None,
+    ) -> int:
+        """Mirror of ``rag_delete_v1``: chunks matching every criterion given, in every generation unless one is named."""
+        check_rag_scope(tenant_id, scope)
+        check_generation(generation)
+        if ids is None and source_id is None and generation is None:
+            raise InvalidEntryError("delete needs ids, a source_id or a generation")
+        if ids is not None:
+            check_shared_ids(ids)
+            if len(ids) > MAX_RAG_BATCH:
+                raise LimitExceededError(f"delete takes at most {MAX_RAG_BATCH} ids per call, got {len(ids)}")
+        if source_id is not None:
+            check_source_id(source_id)
+        wanted = None if ids is None else set(ids)
+        async with self._writing():
+            rows = self._rag.chunks.get((tenant_id, scope), {})
+            doomed = [
+                row_key
+                for row_key, chunk in rows.items()
+                if (wanted is None or chunk.id in wanted)
+                and (source_id is None or chunk.source_id == source_id)
+                and (generation is None or chunk.generation == generation)
+            ]
+            for row_key in doomed:
+                del rows[row_key]
+        return len(doomed)
+
+    async def get_current_generation(self, tenant_id: str, scope: str) -> int:
+        """Mirror of ``rag_get_generation_v1``: the pointer, 0 when never set."""
+        check_rag_scope(tenant_id, scope)
+        return self._current_generation((tenant_id, scope))
+
+    async def set_current_generation(self, tenant_id: str, scope: str, generation: int) -> int:
+        """Mirror of ``rag_set_generation_v1``."""
+        check_rag_scope(tenant_id, scope)
+        check_generation(generation, required=True)
+        async with self._writing():
+            self._rag.generations[(tenant_id, scope)] = generation
+        return generation
+
+    async def set_source_access(
+        self,
+        tenant_id: str,
+        source_id: str,
+        *,
+        principal_ids: Sequence[str] = (),
+        group_ids: Sequence[str] = (),
+        access_version: int,
+    ) -> int:
+        """Mirror of ``rag_set_source_access_v1``: replace the source's grants at a version that never goes back."""
+        check_scope_id("tenant_id", tenant_id)
+        check_source_id(source_id)
+        principals, groups, version = check_grants(principal_ids, group_ids, access_version)
+        grants = frozenset([("principal", grantee) for grantee in principals] + [("group", grantee) for grantee in groups])
+        async with self._writing():
+            stored = self._rag.acl.get((tenant_id, source_id))
+            if stored is not None and version < stored[0]:
+                raise AccessVersionConflict(f"source {source_id} is at access version {stored[0]}, newer than {version}")
+            self._rag.acl[(tenant_id, source_id)] = (version, grants)
+        return len(grants)
+
+    async def check_source_access(
+        self,
+        tenant_id: str,
+        source_id: str,
+        authorization: RagAccessConstraint,
+        *,
+        access_version: int | None = None,
+    ) -> bool:
+        """Mirror of ``rag_check_source_access_v1``."""
+        check_scope_id("tenant_id", tenant_id)
+        check_source_id(source_id)
+        reader = check_authorization(authorization)
+        if reader is None:
+            raise InvalidAuthorizationError("check_source_access needs a RagAccessConstraint")
+        if access_version is not None:
+            check_access_version(access_version)
+        version, grants = self._rag.acl.get((tenant_id, source_id), (0, frozenset()))
+        granted = ("principal", reader.principal_id) in grants or any(("group", group) in grants for group in reader.group_ids)
+        return granted and version >= (access_version or 0)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[EmulatorRagStore]:
+        """All or nothing: yields a store whose writes land together when the block exits without an exception."""
+        if self._in_transaction:
+            raise StoreError("a transaction is already open on this store")
+        async with self._rag_lock:
+            view = _EmulatorRagTransaction(self.dimensions, self._rag.copy())
+            try:
+                yield view
+                self._rag = view._rag
+            finally:
+                view._state = None
+
+
+class _EmulatorRagTransaction(EmulatorRagStore):
+    """The store inside :meth:`EmulatorRagStore.transaction`: works on a copy, no locks of its own."""
+
+    def __init__(self, dimensions: int | None, state: _RagState) -> None:
+        self.dimensions = dimensions
+        self._state: _RagState | None = state
+        self._in_transaction = True
+
+    @property
+    def _rag(self) -> _RagState:  # type: ignore[override]
+        if self._state is None:
+            raise StoreError("this transaction has ended; use the store itself")
+        return self._state
+
+    async def close(self) -> None:
+        """Nothing to release: the transaction ends with its ``async with`` block."""
+
+
+def _match(chunk: _Chunk, score: float) -> RagMatch:
+    return RagMatch(chunk.id, chunk.source_id, chunk.text, copy.deepcopy(chunk.metadata), score, chunk.generation, chunk.access_version)

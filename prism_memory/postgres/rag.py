@@ -1,0 +1,278 @@
+"""The Postgres RAG vector store: one ``rag_*_v1`` call per operation.
+
+Input is checked in Python first (the same checks as the emulator, so both
+raise the same typed errors before anything is sent); the SQL functions check
+again for callers that are not this package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg.types.json import Jsonb
+
+from ..embedding import assert_finite_vector
+from ..errors import InvalidAuthorizationError, InvalidEntryError, LimitExceededError, StoreError
+from ..schema import SchemaConfig
+from ..types import HARD_CAPS, RagAccessConstraint, RagChunk, RagMatch, StoredChunk, check_int_option
+from ..validation import (
+    MAX_RAG_BATCH,
+    check_access_version,
+    check_authorization,
+    check_chunks,
+    check_filter,
+    check_generation,
+    check_grants,
+    check_query_text,
+    check_rag_scope,
+    check_scope_id,
+    check_shared_ids,
+    check_source_id,
+)
+from .errors import translate
+from .queries import Queries
+
+
+class PostgresRagStore:
+    """The :class:`prism_memory.stores.RagVectorStore` calls, over ``self._fetch`` (a pool, or one transaction's connection)."""
+
+    config: SchemaConfig
+    queries: Queries
+    #: ``(query, params, idempotent=True) -> rows``, provided by the class this is mixed into.
+    _fetch: Callable[..., Awaitable[list[tuple[Any, ...]]]]
+
+    def _read_args(
+        self, top_k: int, filter: object, authorization: object, generation: object
+    ) -> tuple[Any, ...]:
+        check_generation(generation)
+        check_int_option("top_k", top_k, 1, HARD_CAPS["top_k"])
+        wanted = check_filter(filter)
+        reader = check_authorization(authorization)
+        return (
+            None if wanted is None else Jsonb(wanted),
+            reader is not None,
+            None if reader is None else reader.principal_id,
+            [] if reader is None else list(reader.group_ids),
+            generation,
+        )
+
+    async def upsert(self, tenant_id: str, scope: str, chunks: Sequence[RagChunk], *, generation: int | None = None) -> int:
+        """``rag_upsert_v1``: one transaction, all chunks or none."""
+        check_rag_scope(tenant_id, scope)
+        check_generation(generation)
+        checked = check_chunks(chunks, self.config.dimensions)
+        if not chunks:
+            return 0
+        [(written,)] = await self._fetch(
+            self.queries.rag_upsert,
+            (
+                tenant_id,
+                scope,
+                [chunk.id for chunk in chunks],
+                [chunk.source_id for chunk in chunks],
+                [chunk.text for chunk in chunks],
+                [np.asarray(vector, dtype=np.float32) for _, vector in checked],
+                [Jsonb(metadata) for metadata, _ in checked],
+                [chunk.access_version for chunk in chunks],
+                generation,
+            ),
+        )
+        return int(written)
+
+    async def query(
+        self,
+        tenant_id: str,
+        scope: str,
+        embedding: Sequence[float],
+        *,
+        top_k: int = 10,
+        filter: dict[str, Any] | None = None,
+        authorization: RagAccessConstraint | None = None,
+        generation: int | None = None,
+    ) -> list[RagMatch]:
+        """``rag_query_v1``."""
+        check_rag_scope(tenant_id, scope)
+        read = self._read_args(top_k, filter, authorization, generation)
+        vector = assert_finite_vector(embedding, "query embedding", self.config.dimensions)
+        rows = await self._fetch(
+            self.queries.rag_query, (tenant_id, scope, np.asarray(vector, dtype=np.float32), top_k, *read)
+        )
+        return [_match(row) for row in rows]
+
+    async def lexical_query(
+        self,
+        tenant_id: str,
+        scope: str,
+        text: str,
+        *,
+        top_k: int = 10,
+        filter: dict[str, Any] | None = None,
+        authorization: RagAccessConstraint | None = None,
+        generation: int | None = None,
+    ) -> list[RagMatch]:
+        """``rag_lexical_query_v1``."""
+        check_rag_scope(tenant_id, scope)
+        read = self._read_args(top_k, filter, authorization, generation)
+        check_query_text(text)
+        rows = await self._fetch(self.queries.rag_lexical_query, (tenant_id, scope, text, top_k, *read))
+        return [_match(row) for row in rows]
+
+    async def get_by_source(
+        self,
+        tenant_id: str,
+        scope: str,
+        source_id: str,
+        *,
+        authorization: RagAccessConstraint | None = None,
+        generation: int | None = None,
+        after_id: str | None = None,
+        limit: int = 1000,
+    ) -> list[StoredChunk]:
+        """``rag_get_by_source_v1``."""
+        check_rag_scope(tenant_id, scope)
+        _, acl, principal, groups, _ = self._read_args(1, None, authorization, generation)
+        check_source_id(source_id)
+        if after_id is not None:
+            check_shared_ids([after_id])
+        check_int_option("limit", limit, 1, 1000)
+        rows = await self._fetch(
+            self.queries.rag_get_by_source,
+            (tenant_id, scope, source_id, after_id, limit, acl, principal, groups, generation),
+        )
+        return [
+            StoredChunk(chunk_id, source, text, metadata, _floats(embedding), chunk_generation,
+                        access_version, created_at, updated_at)
+            for (chunk_id, source, text, metadata, embedding, chunk_generation, access_version, created_at,
+                 updated_at) in rows
+        ]
+
+    async def delete(
+        self,
+        tenant_id: str,
+        scope: str,
+        *,
+        ids: Sequence[str] | None = None,
+        source_id: str | None = None,
+        generation: int | None = None,
+    ) -> int:
+        """``rag_delete_v1``."""
+        check_rag_scope(tenant_id, scope)
+        check_generation(generation)
+        if ids is None and source_id is None and generation is None:
+            raise InvalidEntryError("delete needs ids, a source_id or a generation")
+        if ids is not None:
+            check_shared_ids(ids)
+            if len(ids) > MAX_RAG_BATCH:
+                raise LimitExceededError(f"delete takes at most {MAX_RAG_BATCH} ids per call, got {len(ids)}")
+        if source_id is not None:
+            check_source_id(source_id)
+        [(deleted,)] = await self._fetch(
+            self.queries.rag_delete,
+            (tenant_id, scope, None if ids is None else list(ids), source_id, generation),
+            idempotent=False,
+        )
+        return int(deleted)
+
+    async def get_current_generation(self, tenant_id: str, scope: str) -> int:
+        """``rag_get_generation_v1``: the pointer, 0 when never set."""
+        check_rag_scope(tenant_id, scope)
+        [(generation,)] = await self._fetch(self.queries.rag_get_generation, (tenant_id, scope))
+        return int(generation)
+
+    async def set_current_generation(self, tenant_id: str, scope: str, generation: int) -> int:
+        """``rag_set_generation_v1``."""
+        check_rag_scope(tenant_id, scope)
+        check_generation(generation, required=True)
+        [(current,)] = await self._fetch(self.queries.rag_set_generation, (tenant_id, scope, generation))
+        return int(current)
+
+    async def set_source_access(
+        self,
+        tenant_id: str,
+        source_id: str,
+        *,
+        principal_ids: Sequence[str] = (),
+        group_ids: Sequence[str] = (),
+        access_version: int,
+    ) -> int:
+        """``rag_set_source_access_v1``."""
+        check_scope_id("tenant_id", tenant_id)
+        check_source_id(source_id)
+        principals, groups, version = check_grants(principal_ids, group_ids, access_version)
+        [(granted,)] = await self._fetch(
+            self.queries.rag_set_source_access, (tenant_id, source_id, principals, groups, version)
+        )
+        return int(granted)
+
+    async def check_source_access(
+        self,
+        tenant_id: str,
+        source_id: str,
+        authorization: RagAccessConstraint,
+        *,
+        access_version: int | None = None,
+    ) -> bool:
+        """``rag_check_source_access_v1``."""
+        check_scope_id("tenant_id", tenant_id)
+        check_source_id(source_id)
+        reader = check_authorization(authorization)
+        if reader is None:
+            raise InvalidAuthorizationError("check_source_access needs a RagAccessConstraint")
+        if access_version is not None:
+            check_access_version(access_version)
+        [(allowed,)] = await self._fetch(
+            self.queries.rag_check_source_access,
+            (tenant_id, source_id, reader.principal_id, list(reader.group_ids), access_version),
+        )
+        return bool(allowed)
+
+
+class PostgresRagTransaction(PostgresRagStore):
+    """The store inside ``transaction()``: every call runs on one connection, in one transaction."""
+
+    def __init__(self, connection: psycopg.AsyncConnection, config: SchemaConfig, queries: Queries) -> None:
+        self.connection: psycopg.AsyncConnection | None = connection
+        self.config = config
+        self.queries = queries
+
+    async def _fetch(self, query: Any, params: Sequence[Any], idempotent: bool = True) -> list[tuple[Any, ...]]:
+        if self.connection is None:
+            raise StoreError("this transaction has ended; use the store itself")
+        try:
+            cursor = await self.connection.execute(query, params)
+            return await cursor.fetchall()
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+    async def close(self) -> None:
+        """Nothing to release: the transaction ends with its ``async with`` block."""
+
+
+@asynccontextmanager
+async def pooled_transaction(pool: Any, config: SchemaConfig, queries: Queries) -> AsyncIterator[PostgresRagTransaction]:
+    """A pooled connection in one transaction: committed when the block exits cleanly, rolled back otherwise."""
+    async with pool.connection() as connection:
+        try:
+            async with connection.transaction():
+                view = PostgresRagTransaction(connection, config, queries)
+                try:
+                    yield view
+                finally:
+                    view.connection = None
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+
+def _floats(embedding: Any) -> list[float]:
+    """A ``vector`` as pgvector's loader returns it (``Vector`` or an array), as ``list[float]``."""
+    values = embedding.to_list() if hasattr(embedding, "to_list") else embedding
+    return [float(value) for value in values]
+
+
+def _match(row: Sequence[Any]) -> RagMatch:
+    chunk_id, source_id, text, metadata, generation, access_version, score = row
+    return RagMatch(chunk_id, source_id, text, metadata, float(score), int(generation), access_version)
