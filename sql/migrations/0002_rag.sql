@@ -480,7 +480,7 @@ begin
         from {{rag_chunk}} c
         where c.tenant_id = p_tenant_id and c.scope = p_scope and c.generation = v_generation
           and c.id = any(v_ids)
-        order by 7 desc, 1 collate "C";
+        order by 1::float8 - (c.embedding <=> p_embedding) desc, c.id collate "C";
       return;
     end if;
   end if;
