@@ -4,7 +4,7 @@ drop function if exists {{schema}}.rag_get_by_source_v1(text, text, text, text, 
 drop function if exists {{schema}}.rag_lexical_query_v1(text, text, text, integer, jsonb, boolean, text, text[], bigint);
 drop function if exists {{schema}}.rag_query_v1(text, text, vector, integer, jsonb, boolean, text, text[], bigint);
 drop function if exists {{schema}}.rag_read_generation_v1(text, text, integer, jsonb, boolean, text, text[], bigint);
-drop function if exists {{schema}}.rag_where_v1(boolean, boolean);
+drop function if exists {{schema}}.rag_where_v1(boolean, boolean, boolean);
 drop function if exists {{schema}}.rag_check_source_access_v1(text, text, text, text[], bigint);
 drop function if exists {{schema}}.rag_set_source_access_v1(text, text, text[], text[], bigint);
 drop function if exists {{schema}}.rag_delete_v1(text, text, text[], text, bigint);
