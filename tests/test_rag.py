@@ -2,6 +2,8 @@
 generations, transactions, filters, dimensions and document ACL (seed: "Standalone durable
 vector store for RAG"). Every scenario runs on the emulator and on Postgres and must agree."""
 
+import asyncio
+
 import pytest
 from prism_memory import (
     AccessVersionConflict,
@@ -201,6 +203,23 @@ async def test_transactions_are_all_or_nothing(backends):
     assert steps["failed_call"] == steps["host_error"] == "rolled back"
     assert steps["after"] == [3, ["handbook#0", "handbook#1"], [], True]
     assert steps["used_after_end"] == "refused"
+
+
+async def test_an_open_transaction_is_invisible_to_others_and_holds_off_their_writes(backends):
+    async def scenario(backend):
+        store, embedder = backend.vector_store, backend.embedder
+        [first, second] = await embedder.embed(["first chunk", "second chunk"])
+        async with store.transaction() as tx:
+            await tx.upsert("t1", "kb", [RagChunk("inside", "doc", "first chunk", first)])
+            seen_inside = ids(await tx.get_by_source("t1", "kb", "doc"))
+            seen_outside = ids(await store.get_by_source("t1", "kb", "doc"))
+            writer = asyncio.create_task(store.upsert("t1", "kb", [RagChunk("outside", "doc", "second chunk", second)]))
+            await asyncio.sleep(0.3)
+            writer_waited = not writer.done()
+        await writer
+        return seen_inside, seen_outside, writer_waited, ids(await store.get_by_source("t1", "kb", "doc"))
+
+    assert await backends.run(scenario) == [["inside"], [], True, ["inside", "outside"]]
 
 
 ADA = RagAccessConstraint("ada", ("engineering",))

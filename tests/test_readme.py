@@ -57,3 +57,20 @@ def test_python_example_runs_on_the_embedded_server(tmp_path):
         subprocess.run([sys.executable, "-m", "prism_memory", "server", "stop"], env=environment, capture_output=True)
     assert output[0] == "Name: Ada; Format: concise"
     assert [line.split()[1] for line in output[1:]] == ["m1", "m2"]
+
+
+def test_rag_example_runs_on_the_embedded_server_and_prints_what_its_comments_say(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    block = README.split("## RAG vector store with document ACL", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    environment = {**os.environ, "PRISM_MEMORY_DATA_DIR": str(tmp_path / "pgdata")}
+    try:
+        output = subprocess.run(
+            [sys.executable, "-c", block], env=environment, capture_output=True, text=True, timeout=120, check=True
+        ).stdout.splitlines()
+    finally:
+        subprocess.run([sys.executable, "-m", "prism_memory", "server", "stop"], env=environment, capture_output=True)
+    expected = [line.split("# ", 1)[1].strip() for line in block.splitlines() if line.strip().startswith("print(")]
+    assert output == expected == ["['handbook#0']", "[]", "True", "['Employees get 27 days of paid leave']"]
