@@ -40,7 +40,7 @@ def assert_finite_vector(vector: object, label: str = "embedding", expected_leng
     """Check one embedding and return it as ``list[float]``.
 
     Raises :class:`InvalidEmbeddingError` when ``vector`` is not a non-empty
-    sequence of real numbers, contains NaN or ±Infinity, is wider than 16,000
+    sequence (``list``, ``tuple``, 1-D numpy array) of real numbers, contains NaN or ±Infinity, is wider than 16,000
     (pgvector's limit), or has an L2 norm outside [1e-15, 1e15] after
     rounding to float32 (zero has no cosine; pgvector sums squares in float32,
     so larger norms overflow and smaller ones underflow), and
@@ -48,13 +48,17 @@ def assert_finite_vector(vector: object, label: str = "embedding", expected_leng
     differs. Seed: "Every embedding is a non-empty finite number vector";
     ``assert_embedding_v1`` applies the same bounds in SQL.
     """
-    if isinstance(vector, (str, bytes)) or not hasattr(vector, "__len__") or not hasattr(vector, "__iter__"):
+    one_dimensional_array = isinstance(vector, np.ndarray) and vector.ndim == 1
+    if not one_dimensional_array and (isinstance(vector, (str, bytes, bytearray)) or not isinstance(vector, Sequence)):
         raise InvalidEmbeddingError(f"{label} must be a sequence of numbers, got {type(vector).__name__}")
     values: list[float] = []
     for position, value in enumerate(vector):  # type: ignore[arg-type]
         if isinstance(value, bool) or not isinstance(value, (int, float)) and not _is_numpy_real(value):
             raise InvalidEmbeddingError(f"{label}[{position}] is not a number: {value!r}")
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
         if not math.isfinite(number):
             raise InvalidEmbeddingError(f"{label}[{position}] is not finite: {number!r}")
         values.append(number)
@@ -75,8 +79,8 @@ def assert_finite_vector(vector: object, label: str = "embedding", expected_leng
 
 
 def _is_numpy_real(value: object) -> bool:
-    kind = getattr(getattr(value, "dtype", None), "kind", None)
-    return kind in ("f", "i", "u")
+    """A numpy scalar (not an array) of a real type."""
+    return isinstance(value, np.generic) and value.dtype.kind in ("f", "i", "u")
 
 
 async def embed_batched(embedder: Embedder, texts: Sequence[str], batch_size: int = 64) -> list[list[float]]:

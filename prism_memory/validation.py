@@ -11,6 +11,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
+from decimal import Decimal
 from typing import Any
 
 from .embedding import assert_finite_vector
@@ -96,6 +97,21 @@ def _check_json_value(value: object, where: str, error: type[Exception], depth: 
             raise error(f"{where} holds a non-finite number {value!r}")
     elif value is not None and not isinstance(value, (bool, int)):
         raise error(f"{where} holds a {type(value).__name__}, which is not JSON")
+
+
+def _jsonb_number(literal: str) -> int | float:
+    """A JSON number as ``jsonb`` gives it back: it prints numbers without an exponent, so an integral
+    one written with an exponent (``1e+16``) comes back as an integer."""
+    if "e" in literal or "E" in literal:
+        exact = Decimal(literal)
+        if exact == exact.to_integral_value():
+            return int(exact)
+    return float(literal)
+
+
+def load_json(document: str) -> Any:
+    """Parse JSON the way a ``jsonb`` round trip reads back (see :func:`_jsonb_number`)."""
+    return json.loads(document, parse_float=_jsonb_number)
 
 
 def json_document(value: object, where: str, error: type[Exception] = InvalidEntryError) -> str:
@@ -239,7 +255,7 @@ def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, 
             raise InvalidEntryError(f"{where}: give the lineage either as lineage= or as metadata['_lineage'], not both")
         metadata = {**metadata, "_lineage": lineage_metadata(entry.lineage)} if isinstance(metadata, Mapping) else metadata
     metadata_text = json_document(metadata, f"{where}: metadata")
-    stored = json.loads(metadata_text)
+    stored = load_json(metadata_text)
     if "_lineage" in stored:
         check_lineage(stored["_lineage"], where)
     if text_bytes + len(metadata_text.encode("utf-8")) > max_bytes:
@@ -379,7 +395,7 @@ def check_chunks(chunks: Sequence[RagChunk], dimensions: int | None) -> list[tup
         vector = assert_finite_vector(chunk.embedding, f"embedding of chunk {chunk.id!r}", dimensions)
         if checked and len(vector) != len(checked[0][1]):
             raise DimensionMismatchError("the embeddings in one batch differ in dimensions")
-        checked.append((json.loads(metadata_text), vector))
+        checked.append((load_json(metadata_text), vector))
     check_unique_ids([chunk.id for chunk in chunks])
     return checked
 
@@ -406,7 +422,7 @@ def check_filter(filter: object) -> dict[str, Any] | None:
     document = json_document(filter, "filter", InvalidQueryError)
     if len(document.encode("utf-8")) > MAX_FILTER_BYTES:
         raise PayloadTooLargeError(f"filter is over the {MAX_FILTER_BYTES}-byte hard cap")
-    return json.loads(document) or None
+    return load_json(document) or None
 
 
 def check_authorization(authorization: object) -> RagAccessConstraint | None:

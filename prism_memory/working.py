@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 
 from .errors import ConfigurationError, PayloadTooLargeError, WorkingMemoryValidationError
-from .validation import json_document
+from .validation import json_document, load_json
 
 #: Host hook: return ``True``/``None`` to accept, ``False`` to reject, or raise.
 WorkingMemoryHook = Callable[[dict[str, Any]], "bool | None"]
@@ -54,7 +54,7 @@ class WorkingMemoryValidator:
                 raise WorkingMemoryValidationError(f"working memory rejected by validate_working_memory: {exc}") from exc
             if verdict is False:
                 raise WorkingMemoryValidationError("working memory rejected by validate_working_memory")
-        return json.loads(encoded)
+        return load_json(encoded)
 
 
 _TEMPLATE_PATH = re.compile(r"\{\{\s*([^{}\s]+)\s*\}\}")

@@ -4,6 +4,7 @@ vector store for RAG"). Every scenario runs on the emulator and on Postgres and 
 
 import asyncio
 
+import numpy as np
 import pytest
 from prism_memory import (
     AccessVersionConflict,
@@ -222,6 +223,55 @@ async def test_an_open_transaction_is_invisible_to_others_and_holds_off_their_wr
     assert await backends.run(scenario) == [["inside"], [], True, ["inside", "outside"]]
 
 
+async def test_a_failed_call_inside_a_transaction_changes_nothing_and_the_rest_commits(backends):
+    async def scenario(backend):
+        store, embedder = backend.vector_store, backend.embedder
+        [vector] = await embedder.embed(["kept chunk"])
+        await store.set_source_access("t1", "doc", principal_ids=["ada"], access_version=5)
+        async with store.transaction() as tx:
+            await tx.upsert("t1", "kb", [RagChunk("a", "doc", "kept chunk", vector)])
+            try:
+                await tx.set_source_access("t1", "doc", principal_ids=["mallory"], access_version=1)
+            except AccessVersionConflict:
+                conflict = "raised"
+            await tx.upsert("t1", "kb", [RagChunk("b", "doc", "kept chunk", vector)])
+            try:
+                tx.transaction()
+            except StoreError:
+                nested = "refused"
+        return conflict, nested, ids(await store.get_by_source("t1", "kb", "doc", authorization=RagAccessConstraint("ada")))
+
+    assert await backends.run(scenario) == ["raised", "refused", ["a", "b"]]
+
+
+async def test_writing_through_the_emulator_store_inside_its_own_transaction_raises_instead_of_waiting():
+    store = create_memory_vector_store(2)
+    async with store.transaction() as tx:
+        await tx.upsert("t1", "kb", [RagChunk("a", "doc", "text", [1.0, 0.0])])
+        with pytest.raises(StoreError):
+            await store.upsert("t1", "other", [RagChunk("b", "doc", "text", [1.0, 0.0])])
+    assert ids(await store.get_by_source("t1", "kb", "doc")) == ["a"]
+
+
+async def test_metadata_numbers_read_back_as_jsonb_gives_them_on_both_backends(backends):
+    metadata = {"exponent": 1e16, "small": 1.5e-7, "plain": 2.5, "huge": 1.2345678901234568e29, "int": 7, "whole": 3.0}
+
+    async def scenario(backend):
+        store, embedder = backend.vector_store, backend.embedder
+        [vector] = await embedder.embed(["numbers"])
+        await store.upsert("t1", "kb", [RagChunk("n", "doc", "numbers", vector, metadata)])
+        memory = backend.memory()
+        await memory.remember([{"id": "m", "text": "numbers", "metadata": metadata}], wait=True)
+        [stored] = await store.get_by_source("t1", "kb", "doc")
+        [hit] = (await memory.recall("numbers")).hits
+        return stored.metadata, hit.metadata
+
+    chunk_metadata, entry_metadata = await backends.run(scenario)
+    assert chunk_metadata == entry_metadata
+    assert chunk_metadata["exponent"] == 10**16 and isinstance(chunk_metadata["exponent"], int)
+    assert chunk_metadata["huge"] == 123456789012345680000000000000 and isinstance(chunk_metadata["whole"], float)
+
+
 ADA = RagAccessConstraint("ada", ("engineering",))
 BOB = RagAccessConstraint("bob", ("sales", "all-staff"))
 EVE = RagAccessConstraint("eve")
@@ -314,6 +364,9 @@ BAD_CALLS = [
     ("NaN embedding", lambda s: s.upsert("t1", "kb", [chunk(embedding=[float("nan")] * 64)]), InvalidEmbeddingError),
     ("zero embedding", lambda s: s.upsert("t1", "kb", [chunk(embedding=[0.0] * 64)]), InvalidEmbeddingError),
     ("text embedding", lambda s: s.upsert("t1", "kb", [chunk(embedding="1,2")]), InvalidEmbeddingError),
+    ("dict embedding", lambda s: s.upsert("t1", "kb", [chunk(embedding={i: 1.0 for i in range(64)})]), InvalidEmbeddingError),
+    ("2-D embedding", lambda s: s.upsert("t1", "kb", [chunk(embedding=np.ones((64, 1)))]), InvalidEmbeddingError),
+    ("huge int in embedding", lambda s: s.query("t1", "kb", [10**400] + [1.0] * 63), InvalidEmbeddingError),
     ("wrong width write", lambda s: s.upsert("t1", "kb", [chunk(embedding=[1.0] * 32)]), DimensionMismatchError),
     ("wrong width query", lambda s: s.query("t1", "kb", [1.0] * 65), DimensionMismatchError),
     ("negative generation", lambda s: s.upsert("t1", "kb", [chunk()], generation=-1), InvalidEntryError),

@@ -6,6 +6,8 @@ the candidates first, ranks small sets exactly and large ones through HNSW with 
 iterative scan, and falls back to the exact ranking when HNSW still comes back short.
 """
 
+import asyncio
+
 import numpy as np
 import psycopg
 import pytest
@@ -113,3 +115,41 @@ async def test_filtered_queries_return_min_k_where_plain_hnsw_comes_back_short(b
             assert [match.score for match in got] == sorted((match.score for match in got), reverse=True)
             found += len({match.id for match in got} & set(exact_top(vectors, chunks, query, keep)))
         assert found / (10 * len(range(0, ROWS, 600))) >= 0.9, read
+
+
+async def test_hnsw_reads_stay_consistent_while_writers_move_chunks_out_of_reach(big_scope, pg_dsn):
+    """Chunks nearest the query flip between a readable, matching state and an unreadable,
+    non-matching one while readers go through the HNSW path: no read may return a chunk in the
+    wrong state, and every read returns top_k rows (one snapshot per query)."""
+    _, _, vectors, _ = big_scope
+    query = vectors[42].tolist()
+    victims = [f"v{i}" for i in range(5)]
+    writer_store = await create_postgres_vector_store(pg_dsn, skip_migrations=True)
+    reader_store = await create_postgres_vector_store(pg_dsn, skip_migrations=True)
+    evens = RagAccessConstraint("zed", ("evens",))
+    bad_reads, reads, stop = [], 0, asyncio.Event()
+
+    async def writer():
+        flip = 0
+        while not stop.is_set():
+            source, half = ("s0", 1) if flip % 2 == 0 else ("s1", 0)
+            await writer_store.upsert("t", "big", [RagChunk(v, source, "victim", query, {"half": half}) for v in victims])
+            flip += 1
+
+    async def reader():
+        nonlocal reads
+        while not stop.is_set():
+            for read, ok in (({"authorization": evens}, lambda m: int(m.source_id[1:]) % 2 == 0),
+                             ({"filter": {"half": 1}}, lambda m: m.metadata["half"] == 1)):
+                got = await reader_store.query("t", "big", query, **read)
+                reads += 1
+                if len(got) != 10 or not all(ok(match) for match in got):
+                    bad_reads.append((read, [(m.id, m.source_id, m.metadata) for m in got]))
+
+    tasks = [asyncio.create_task(writer()), asyncio.create_task(reader()), asyncio.create_task(reader())]
+    await asyncio.sleep(4)
+    stop.set()
+    await asyncio.gather(*tasks)
+    await writer_store.close()
+    await reader_store.close()
+    assert reads > 50 and bad_reads == []

@@ -1,7 +1,7 @@
 """The emulator's RAG vector store: the rules of the ``rag_*_v1`` SQL functions in Python.
 
-It always ranks exactly (Postgres ranks exactly up to 1,000 candidates, and
-through HNSW beyond that). Metadata filters follow ``jsonb @>`` containment;
+It always ranks exactly (Postgres ranks exactly below 2,000 candidates, and
+through HNSW from there). Metadata filters follow ``jsonb @>`` containment;
 ties break on id in code-point order, like ``collate "C"``.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -108,14 +108,22 @@ class EmulatorRagStore:
         self._rag = _RagState()
         self._rag_lock = asyncio.Lock()
         self._in_transaction = False
+        self._transaction_task: asyncio.Task | None = None
 
     @asynccontextmanager
     async def _writing(self) -> AsyncIterator[None]:
+        """Writes wait for an open transaction (as Postgres writers wait for its locks).
+
+        A write through the store from inside its own transaction block would
+        wait for itself; it raises :class:`StoreError` instead (write through ``tx``).
+        """
         if self._in_transaction:
             yield
-        else:
-            async with self._rag_lock:
-                yield
+            return
+        if self._transaction_task is not None and self._transaction_task is asyncio.current_task():
+            raise StoreError("write through the transaction's store (tx), not the store, inside its block")
+        async with self._rag_lock:
+            yield
 
     def _current_generation(self, key: tuple[str, str]) -> int:
         return self._rag.generations.get(key, 0)
@@ -347,18 +355,24 @@ class EmulatorRagStore:
         granted = ("principal", reader.principal_id) in grants or any(("group", group) in grants for group in reader.group_ids)
         return granted and version >= (access_version or 0)
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[EmulatorRagStore]:
-        """All or nothing: yields a store whose writes land together when the block exits without an exception."""
-        if self._in_transaction:
+    def transaction(self) -> AbstractAsyncContextManager[EmulatorRagStore]:
+        """All or nothing: ``async with store.transaction() as tx:`` gives a store whose writes land
+        together when the block exits without an exception. Transactions do not nest (:class:`StoreError`)."""
+        if self._in_transaction or (self._transaction_task is not None and self._transaction_task is asyncio.current_task()):
             raise StoreError("a transaction is already open on this store")
+        return self._transaction()
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[EmulatorRagStore]:
         async with self._rag_lock:
             view = _EmulatorRagTransaction(self.dimensions, self._rag.copy())
+            self._transaction_task = asyncio.current_task()
             try:
                 yield view
                 self._rag = view._rag
             finally:
                 view._state = None
+                self._transaction_task = None
 
 
 class _EmulatorRagTransaction(EmulatorRagStore):
@@ -368,6 +382,7 @@ class _EmulatorRagTransaction(EmulatorRagStore):
         self.dimensions = dimensions
         self._state: _RagState | None = state
         self._in_transaction = True
+        self._transaction_task = None
 
     @property
     def _rag(self) -> _RagState:  # type: ignore[override]

@@ -17,7 +17,6 @@ Every operation runs without awaiting in between, so it is atomic under asyncio.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -60,6 +59,7 @@ from ..validation import (
     check_scope_id,
     check_shared_ids,
     json_document,
+    load_json,
 )
 from .rag import EmulatorRagStore
 from .vectors import float32, norm_squared
@@ -580,7 +580,7 @@ class MemoryWorkingStore:
             tenant_id=scope.tenant_id,
             resource_id=scope.resource_id,
             thread_id=scope.thread_id,
-            data=json.loads(document),
+            data=load_json(document),
             version=current_version + 1,
             created_at=current.created_at if current else now,
             updated_at=now,
@@ -593,7 +593,8 @@ class MemoryWorkingStore:
 
 
 def create_memory_vector_store(dimensions: int | None = None) -> MemoryVectorStore:
-    """Create the in-memory vector store (the default when ``create_memory`` gets none)."""
+    """Create the in-memory vector store: the default when ``create_memory`` gets none, and the emulator's
+    RAG store (seed ``createMemoryVectorStore``). ``dimensions`` pins every embedding's width (1..16,000)."""
     return MemoryVectorStore(dimensions)
 
 

@@ -8,7 +8,7 @@ again for callers that are not this package.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import numpy as np
@@ -240,13 +240,19 @@ class PostgresRagTransaction(PostgresRagStore):
         self.queries = queries
 
     async def _fetch(self, query: Any, params: Sequence[Any], idempotent: bool = True) -> list[tuple[Any, ...]]:
+        """One call in its own savepoint: a call that fails changes nothing and leaves the transaction usable."""
         if self.connection is None:
             raise StoreError("this transaction has ended; use the store itself")
         try:
-            cursor = await self.connection.execute(query, params)
-            return await cursor.fetchall()
+            async with self.connection.transaction():
+                cursor = await self.connection.execute(query, params)
+                return await cursor.fetchall()
         except psycopg.Error as exc:
             raise translate(exc) from exc
+
+    def transaction(self) -> AbstractAsyncContextManager[PostgresRagTransaction]:
+        """Refused: transactions do not nest."""
+        raise StoreError("a transaction is already open on this store")
 
     async def close(self) -> None:
         """Nothing to release: the transaction ends with its ``async with`` block."""

@@ -3,6 +3,7 @@
 drop function if exists {{schema}}.rag_get_by_source_v1(text, text, text, text, integer, boolean, text, text[], bigint);
 drop function if exists {{schema}}.rag_lexical_query_v1(text, text, text, integer, jsonb, boolean, text, text[], bigint);
 drop function if exists {{schema}}.rag_query_v1(text, text, vector, integer, jsonb, boolean, text, text[], bigint);
+drop function if exists {{schema}}.rag_estimate_candidates_v1(text, text, bigint, jsonb, text[]);
 drop function if exists {{schema}}.rag_read_generation_v1(text, text, integer, jsonb, boolean, text, text[], bigint);
 drop function if exists {{schema}}.rag_where_v1(boolean, boolean, boolean);
 drop function if exists {{schema}}.rag_check_source_access_v1(text, text, text, text[], bigint);

@@ -434,6 +434,28 @@ begin
 end;
 $$;
 
+-- The planner's estimate of the chunks of one generation of a scope whose
+-- metadata contains p_filter (from the column statistics; jsonb @> is
+-- estimated against them), among p_sources when given. EXPLAIN needs a
+-- volatile function; rag_query_v1 itself stays stable, so all of its reads
+-- see one snapshot.
+create function {{schema}}.rag_estimate_candidates_v1(
+  p_tenant_id text, p_scope text, p_generation bigint, p_filter jsonb, p_sources text[] default null)
+returns double precision
+language plpgsql volatile
+set search_path from current
+as $$
+declare
+  v_plan json;
+begin
+  execute 'explain (format json) select 1 from {{rag_chunk}} c where '
+          || rag_where_v1(p_filter is not null, false, p_sources is not null)
+    into v_plan
+    using p_tenant_id, p_scope, p_generation, p_filter, null::text, null::text[], p_sources;
+  return (v_plan -> 0 -> 'Plan' ->> 'Plan Rows')::double precision;
+end;
+$$;
+
 -- Top-k chunks of one generation of a scope by cosine similarity
 -- (score = 1 - pgvector <=>), ties by id (code-point order), under the
 -- filter and ACL of rag_where_v1, applied before ranking.
@@ -453,7 +475,7 @@ create function {{schema}}.rag_query_v1(
   p_group_ids text[] default '{}', p_generation bigint default null)
 returns table (id text, source_id text, text text, metadata jsonb, generation bigint,
                access_version bigint, score double precision)
-language plpgsql volatile  -- EXPLAIN (the planner's estimate) needs it; it writes nothing
+language plpgsql stable
 set search_path from current
 set hnsw.iterative_scan = 'relaxed_order'
 set hnsw.ef_search = 40
@@ -465,7 +487,6 @@ declare
   v_sources text[];
   v_narrow boolean := false;
   v_candidates double precision := 2000;
-  v_plan json;
   v_ids text[];
 begin
   perform assert_embedding_v1(p_embedding, 'the query embedding');
@@ -485,11 +506,8 @@ begin
   end if;
 
   if v_filter is not null and (not p_acl or v_narrow) then
-    execute 'explain (format json) select 1 from {{rag_chunk}} c where '
-            || rag_where_v1(true, false, v_narrow)
-      into v_plan
-      using p_tenant_id, p_scope, v_generation, v_filter, p_principal_id, p_group_ids, v_sources;
-    v_candidates := (v_plan -> 0 -> 'Plan' ->> 'Plan Rows')::double precision;
+    v_candidates := rag_estimate_candidates_v1(p_tenant_id, p_scope, v_generation, v_filter,
+                                               case when v_narrow then v_sources end);
   elsif not p_acl or v_narrow then
     execute 'select count(*)::integer from (select 1 from {{rag_chunk}} c where '
             || rag_where_v1(false, false, v_narrow) || ' limit 2000) x'
