@@ -87,6 +87,11 @@ class ConfigurationError(PrismMemoryError):
     """The memory or store was configured inconsistently (e.g. an invalid JSON Schema)."""
 
 
+class InvalidScoringError(ValidationError):
+    """``RecallScoringOptions`` out of range: a weight not finite or outside [0, 1], or ``half_life_ms``
+    missing (with a recency weight), not positive or not finite."""
+
+
 class InvalidAuthorizationError(ValidationError):
     """An ACL read's principal or group ids are missing or malformed (not non-blank strings of at most 256 bytes)."""
 
@@ -123,4 +128,5 @@ SQLSTATE_ERRORS: dict[str, type[PrismMemoryError]] = {
     "PM012": LifecycleOrderError,
     "PM013": InvalidAuthorizationError,
     "PM014": AccessVersionConflict,
+    "PM015": InvalidScoringError,
 }

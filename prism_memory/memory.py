@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import copy
 import dataclasses
 import inspect
 import json
 import logging
+import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -39,6 +41,7 @@ from .types import (
     MemoryRecord,
     RebuildResult,
     RecallResult,
+    RecallScoringOptions,
     RememberResult,
     RetentionResult,
     Scope,
@@ -51,8 +54,10 @@ from .validation import (
     check_entry,
     check_scope,
     check_scope_id,
+    check_scoring,
     check_shared_ids,
     check_unique_ids,
+    json_document,
     to_entry,
 )
 from .working import WorkingMemoryHook, WorkingMemoryValidator, render_template
@@ -148,6 +153,7 @@ class Memory:
         require_consent: bool,
         on_invalidate: InvalidationHook | None,
         clock: Callable[[], datetime],
+        importance_from: Callable[[dict[str, Any]], float] | None = None,
     ) -> None:
         self.scope = scope
         self.embedder = embedder
@@ -160,6 +166,7 @@ class Memory:
         self._redaction = redaction
         self._on_invalidate = on_invalidate
         self._clock = clock
+        self._importance_from = importance_from
         self._pending: set[asyncio.Task[int]] = set()
         self._pending_entries = 0
         self._failures: list[BaseException] = []
@@ -217,7 +224,24 @@ class Memory:
             text=self._redaction.value(entry.text),
             metadata=self._redaction.metadata(entry.metadata),
             lineage=lineage,
+            reflection=None if entry.reflection is None else self._redaction.metadata(entry.reflection),
         )
+
+    def _importance(self, entry: MemoryEntry, position: int) -> MemoryEntry:
+        """Derive ``importance`` from the (already redacted) ``reflection`` with ``importance_from``, then drop the
+        reflection: it is never persisted (seed: "Importance at write"). A direct importance wins."""
+        if entry.reflection is None:
+            return entry
+        json_document(entry.reflection, f"entry {position}: reflection")
+        if entry.importance is not None or self._importance_from is None:
+            return dataclasses.replace(entry, reflection=None)
+        try:
+            derived = self._importance_from(copy.deepcopy(entry.reflection))
+        except Exception as exc:
+            raise InvalidEntryError(f"entry {position}: importance_from raised {type(exc).__name__}") from exc
+        if isinstance(derived, bool) or not isinstance(derived, (int, float)) or not math.isfinite(derived):
+            raise InvalidEntryError(f"entry {position}: importance_from returned {derived!r}, not a finite number")
+        return dataclasses.replace(entry, importance=min(1.0, max(0.0, float(derived))), reflection=None)
 
     def _redact_record(self, record: Any) -> Any:
         if not self._redaction.active:
@@ -244,6 +268,7 @@ class Memory:
         """
         scope = self._thread_scope()
         items = [self._redact_entry(to_entry(entry, position)) for position, entry in enumerate(entries, start=1)]
+        items = [self._importance(item, position) for position, item in enumerate(items, start=1)]
         if len(items) > self.limits.remember_entries:
             raise LimitExceededError(f"{len(items)} entries exceed limits.remember_entries={self.limits.remember_entries}")
         metadata = [check_entry(item, position, self.limits.entry_bytes) for position, item in enumerate(items, start=1)]
@@ -294,8 +319,16 @@ class Memory:
         message_range: int | None = None,
         require_consent: bool | None = None,
         share_from_parent_thread_id: str | None = None,
+        scoring: RecallScoringOptions | None = None,
+        explain: bool = False,
     ) -> RecallResult:
         """Top-``top_k`` injectable entries of this thread for ``query``, plus adjacent entries.
+
+        ``scoring`` (:class:`RecallScoringOptions`) blends recency and
+        importance into the ranking inside the database (README, "Composite
+        scoring"); bad options raise :class:`InvalidScoringError`.
+        ``explain=True`` adds ``result.explanation``: each hit's components and
+        how many entries each gate removed.
 
         The single consent gate (seed: "Consent is enforced at the single
         recall() gate"): invisible, revoked, invalidated and held entries never
@@ -321,6 +354,9 @@ class Memory:
         require_consent = self.require_consent if require_consent is None else require_consent
         if not isinstance(require_consent, bool):
             raise LimitExceededError(f"require_consent must be a bool, got {require_consent!r}")
+        scoring = check_scoring(scoring)
+        if not isinstance(explain, bool):
+            raise LimitExceededError(f"explain must be a bool, got {explain!r}")
         if not isinstance(query, str) or not query.strip():
             raise InvalidQueryError("the recall query must be a non-blank string")
         try:
@@ -337,12 +373,15 @@ class Memory:
         if share_from_parent_thread_id is not None:
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         result = await self.vector_store.recall(
-            scope, vector, query, top_k, message_range, require_consent, share_from_parent_thread_id, now=self._now()
+            scope, vector, query, top_k, message_range, require_consent, share_from_parent_thread_id,
+            now=self._now(), scoring=scoring, explain=explain,
         )
         if not self._redaction.active:
             return result
         return RecallResult(
-            [self._redact_record(hit) for hit in result.hits], [self._redact_record(entry) for entry in result.adjacent]
+            [self._redact_record(hit) for hit in result.hits],
+            [self._redact_record(entry) for entry in result.adjacent],
+            result.explanation,
         )
 
     async def share_with(
@@ -613,6 +652,7 @@ def create_memory(
     require_consent: bool = False,
     on_invalidate: InvalidationHook | None = None,
     clock: Callable[[], datetime] | None = None,
+    importance_from: Callable[[dict[str, Any]], float] | None = None,
 ) -> Memory:
     """Create a :class:`Memory` for one scope (seed: ``createMemory(options)``).
 
@@ -628,7 +668,10 @@ def create_memory(
     ``require_consent`` makes recall drop legacy entries without explicit
     consent. ``on_invalidate(ids)`` runs after tombstones land and before any
     body is deleted. ``clock`` returns the timezone-aware time stamped on
-    writes (default: now, UTC).
+    writes (default: now, UTC). ``importance_from(reflection) -> float``
+    derives an entry's importance from its ``reflection`` (after redaction)
+    once, at write time; the result is clamped to [0, 1], a non-finite one
+    fails the write (:class:`InvalidEntryError`); it never runs at recall.
     """
     scope = check_scope(Scope(tenant_id, resource_id, thread_id), thread_required=False)
     if embedder is None or not isinstance(getattr(embedder, "dimensions", None), int) or not hasattr(embedder, "embed"):
@@ -637,6 +680,8 @@ def create_memory(
         raise ConfigurationError("require_consent must be a bool")
     if on_invalidate is not None and not callable(on_invalidate):
         raise ConfigurationError("on_invalidate must be callable")
+    if importance_from is not None and not callable(importance_from):
+        raise ConfigurationError("importance_from must be callable")
     limits = limits or MemoryLimits()
     validator = WorkingMemoryValidator(schema, validate_working_memory, limits.working_memory_bytes)
     return Memory(
@@ -651,4 +696,5 @@ def create_memory(
         require_consent,
         on_invalidate,
         clock or _utc_now,
+        importance_from,
     )

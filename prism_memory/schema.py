@@ -18,11 +18,11 @@ from .errors import InvalidIdentifierError, LimitExceededError
 from .lexical import stopwords_sql_literal
 
 #: The schema revision this package's functions need and understand.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: Revisions in order; each has ``NNNN_<name>.sql`` (and ``.down.sql``) files in
 #: sql/migrations, plus ``NNNN_vector_search.sql`` when it touches HNSW indexes.
-REVISIONS: tuple[str, ...] = ("0001", "0002")
-_REVISION_FILES = {"0001": "0001_initial", "0002": "0002_rag"}
+REVISIONS: tuple[str, ...] = ("0001", "0002", "0003")
+_REVISION_FILES = {"0001": "0001_initial", "0002": "0002_rag", "0003": "0003_scoring"}
 
 DEFAULT_SCHEMA = "prism_memory"
 DEFAULT_TABLE = "semantic_memory"

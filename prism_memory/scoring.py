@@ -1,11 +1,52 @@
-"""The default recall score, defined once (README, "Recall score").
+"""Recall scores, defined once (README, "Recall score" and "Composite scoring").
 
-``score = similarity + LEXICAL_WEIGHT * lexical`` where ``similarity`` is
-``1 - cosine distance`` (pgvector ``<=>``) in [-1, 1] and ``lexical`` is the
+Default: ``score = similarity + LEXICAL_WEIGHT * lexical`` where ``similarity``
+is ``1 - cosine distance`` (pgvector ``<=>``) in [-1, 1] and ``lexical`` is the
 share of the query's distinct lexical terms present in the entry, in [0, 1].
-``recall_v1`` computes it in SQL with the same constant; the emulator uses
-this one.
+
+Composite (opt-in, seed "Composite recall scoring"): the top ``top_k *
+CANDIDATE_FACTOR`` candidates by the default score are re-ranked by
+``w_similarity * default + w_recency * recency + w_importance * importance``.
+``recall_v1``/``recall_v2`` and ``scoring_weights_v1`` compute the same in
+SQL with the same constants and the same float operations; the emulator uses
+this module.
 """
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+from .types import RecallScoringOptions
 
 #: Weight of the lexical leg in the default score (frozen with ``recall_v1``).
 LEXICAL_WEIGHT = 0.25
+#: Candidates fetched per hit before a composite re-rank.
+CANDIDATE_FACTOR = 4
+#: An entry without importance scores this (seed: "neutral 1.0 when absent").
+NEUTRAL_IMPORTANCE = 1.0
+
+
+def scoring_weights(options: RecallScoringOptions) -> tuple[float, float, float]:
+    """``(similarity, recency, importance)`` weights, as ``scoring_weights_v1``: similarity keeps what
+    remains of 1; weights summing over 1 are scaled down to sum 1 (similarity 0). ``options`` is checked."""
+    recency = 0.0 if options.recency_weight is None else float(options.recency_weight)
+    importance = 0.0 if options.importance_weight is None else float(options.importance_weight)
+    total = recency + importance
+    if total > 1:
+        return 0.0, recency / total, importance / total
+    return 1.0 - total, recency, importance
+
+
+def recency(now: datetime, created_at: datetime, half_life_ms: float) -> float:
+    """Mirror of ``recency_v1``: ``0.5 ** (max(0, now - created_at in ms) / half_life_ms)``, the age exact to
+    the microsecond; 0 past 1074 half-lives (where the power underflows)."""
+    age = now - created_at
+    age_ms = ((age.days * 86_400 + age.seconds) * 1_000_000 + age.microseconds) / 1000
+    halvings = max(0.0, age_ms) / half_life_ms
+    return 0.0 if halvings > 1074 else math.pow(0.5, halvings)
+
+
+def importance_used(stored: float | None) -> float:
+    """The importance a composite score uses: the stored one clamped to [0, 1], else neutral 1.0."""
+    return NEUTRAL_IMPORTANCE if stored is None else min(1.0, max(0.0, stored))

@@ -20,6 +20,7 @@ from .types import (
     RagChunk,
     RagMatch,
     RecallResult,
+    RecallScoringOptions,
     Scope,
     StoredChunk,
     WorkingMemoryRecord,
@@ -54,8 +55,11 @@ class VectorStore(Protocol):
         require_consent: bool = False,
         share_from_parent_thread_id: str | None = None,
         now: datetime | None = None,
+        scoring: RecallScoringOptions | None = None,
+        explain: bool = False,
     ) -> RecallResult:
-        """[recall_v1] Top-``top_k`` injectable hits of the thread (and of live grants) by the default score, plus adjacent entries."""
+        """[recall_v2] Top-``top_k`` injectable hits of the thread (and of live grants) by the default score, or
+        re-ranked by ``scoring``, plus adjacent entries; with ``explain``, the hits' components and gate counts."""
         ...
 
     async def share_with(

@@ -84,7 +84,10 @@ class MemoryEntry:
     ``metadata``: a JSON object (``dict[str, JSON]``).
     ``sequence``: order within the thread; ``None`` keeps a stored entry's
     sequence, or appends a new entry after the thread's highest sequence.
-    ``importance``: finite; clamped to ``[0, 1]`` at write.
+    ``importance``: finite; clamped to ``[0, 1]`` at write (it wins over a reflection).
+    ``reflection``: a JSON object handed, after secret redaction, to the
+    memory's ``importance_from`` hook at write time to derive ``importance``;
+    never persisted.
     """
 
     id: str
@@ -94,6 +97,7 @@ class MemoryEntry:
     importance: float | None = None
     consent: MemoryConsent | None = None
     lineage: MemoryLineage | None = None
+    reflection: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,11 +161,35 @@ class RetentionResult:
 
 
 @dataclass(frozen=True, slots=True)
-class RecallHit:
-    """A recall hit. ``score = similarity + 0.25 * lexical`` (README, "Recall score").
+class RecallScoringOptions:
+    """Opt-in composite recall scoring (seed: "Composite recall scoring (opt-in)").
 
-    ``thread_id``/``resource_id`` say where the entry lives: the memory's own
-    thread, or a parent thread that shared it."""
+    ``recency_weight`` and ``importance_weight``: finite, in [0, 1];
+    ``half_life_ms``: the recency half-life in milliseconds, positive and
+    finite, required with a recency weight. Similarity keeps what remains of
+    1; weights summing over 1 are scaled down to sum 1 (similarity 0). The
+    top ``top_k * 4`` candidates by the default score are re-ranked by
+    ``w_similarity * (similarity + 0.25 * lexical) + w_recency * 0.5 **
+    (age_ms / half_life_ms) + w_importance * importance`` (importance 1.0 when
+    unset; age from ``created_at``) inside the recall SQL function. Bad values
+    raise :class:`InvalidScoringError`.
+    """
+
+    recency_weight: float | None = None
+    importance_weight: float | None = None
+    half_life_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallHit:
+    """A recall hit. Without scoring ``score = similarity + 0.25 * lexical`` (README, "Recall score").
+
+    With :class:`RecallScoringOptions`, ``score`` is the blended score,
+    ``recency`` (``0.5 ** (age_ms / half_life_ms)``, ``None`` without a
+    half-life) and ``importance`` (the value used, 1.0 when unset) its other
+    components; without scoring ``recency`` is ``None`` and ``importance`` is
+    as stored. ``thread_id``/``resource_id`` say where the entry lives: the
+    memory's own thread, or a parent thread that shared it."""
 
     id: str
     text: str
@@ -173,6 +201,7 @@ class RecallHit:
     importance: float | None = None
     thread_id: str | None = None
     resource_id: str | None = None
+    recency: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,11 +218,45 @@ class AdjacentEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class HitExplanation:
+    """Why a hit ranks where it does: its score components and the normalised weights applied.
+
+    ``weights`` is ``{"similarity": ..., "recency": ..., "importance": ...}``
+    with scoring, ``None`` without (then ``score = similarity + 0.25 * lexical``).
+    """
+
+    id: str
+    similarity: float
+    lexical: float
+    recency: float | None
+    importance: float | None
+    score: float
+    weights: dict[str, float] | None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallExplanation:
+    """``recall(..., explain=True)``: per-hit components, and how many entries each gate removed.
+
+    ``removed`` maps ``scope`` (entries of the shared parent thread outside a
+    live grant, or of another width), ``hold`` (legal hold), ``consent``
+    (invisible, revoked, or legacy under ``require_consent``) and
+    ``invalidation`` (tombstoned) to counts; each entry counts once, at the
+    first gate it fails in that order.
+    """
+
+    hits: list[HitExplanation]
+    removed: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class RecallResult:
-    """``hits`` ordered by score desc, sequence asc, id asc; ``adjacent`` by sequence, id."""
+    """``hits`` ordered by score desc, sequence asc, id asc; ``adjacent`` by sequence, id;
+    ``explanation`` only with ``explain=True``."""
 
     hits: list[RecallHit]
     adjacent: list[AdjacentEntry]
+    explanation: RecallExplanation | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from .errors import (
     InvalidEntryError,
     InvalidQueryError,
     InvalidScopeError,
+    InvalidScoringError,
     LimitExceededError,
     PayloadTooLargeError,
 )
@@ -35,6 +36,7 @@ from .types import (
     MemoryLineage,
     RagAccessConstraint,
     RagChunk,
+    RecallScoringOptions,
     Scope,
 )
 
@@ -129,7 +131,7 @@ def json_document(value: object, where: str, error: type[Exception] = InvalidEnt
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-_ENTRY_KEYS = {"id", "text", "metadata", "sequence", "importance", "consent", "lineage"}
+_ENTRY_KEYS = {"id", "text", "metadata", "sequence", "importance", "consent", "lineage", "reflection"}
 MAX_LINEAGE_SOURCES = 32
 
 
@@ -466,3 +468,42 @@ def check_grants(principal_ids: object, group_ids: object, access_version: objec
     for grantee in lists[0] + lists[1]:
         _check_id(grantee, "principal and group ids", MAX_SCOPE_ID_BYTES, InvalidAuthorizationError)
     return lists[0], lists[1], access_version  # type: ignore[return-value]
+
+
+def check_scoring(scoring: object) -> RecallScoringOptions | None:
+    """Recall scoring options (mirror of ``scoring_weights_v1``'s checks), else :class:`InvalidScoringError`.
+
+    Each weight given must be a real number (not a bool), finite, within
+    [0, 1]; ``half_life_ms`` is required with a recency weight and must be a
+    positive finite number. Options with neither weight are plain recall (``None``).
+    """
+    if scoring is None:
+        return None
+    if not isinstance(scoring, RecallScoringOptions):
+        raise InvalidScoringError(f"scoring must be a RecallScoringOptions, got {type(scoring).__name__}")
+
+    def real(name: str, value: object) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InvalidScoringError(f"{name} must be a number, got {value!r}")
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if not math.isfinite(number):
+            raise InvalidScoringError(f"{name} must be finite, got {value!r}")
+        return number
+
+    recency, importance = real("recency_weight", scoring.recency_weight), real("importance_weight", scoring.importance_weight)
+    half_life = real("half_life_ms", scoring.half_life_ms)
+    for name, weight in (("recency_weight", recency), ("importance_weight", importance)):
+        if weight is not None and not 0 <= weight <= 1:
+            raise InvalidScoringError(f"{name} must be within [0, 1], got {weight!r}")
+    if recency is not None and half_life is None:
+        raise InvalidScoringError("half_life_ms is required with a recency weight")
+    if half_life is not None and not half_life > 0:
+        raise InvalidScoringError(f"half_life_ms must be positive, got {half_life!r}")
+    if recency is None and importance is None:
+        return None
+    return RecallScoringOptions(recency, importance, half_life)

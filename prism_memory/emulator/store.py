@@ -35,8 +35,9 @@ from ..errors import (
     WorkingMemoryValidationError,
     WorkingMemoryVersionConflict,
 )
+from ..explain import explain_hits
 from ..lexical import lexical_terms
-from ..scoring import LEXICAL_WEIGHT
+from ..scoring import CANDIDATE_FACTOR, LEXICAL_WEIGHT, importance_used, recency, scoring_weights
 from ..types import (
     HARD_CAPS,
     AdjacentEntry,
@@ -46,6 +47,7 @@ from ..types import (
     MemoryRecord,
     RecallHit,
     RecallResult,
+    RecallScoringOptions,
     Scope,
     WorkingMemoryRecord,
     check_int_option,
@@ -57,6 +59,7 @@ from ..validation import (
     check_records,
     check_scope,
     check_scope_id,
+    check_scoring,
     check_shared_ids,
     json_document,
     load_json,
@@ -91,14 +94,13 @@ class _Row:
     created_at: datetime
     updated_at: datetime
 
+    def consented(self, require_consent: bool) -> bool:
+        """Visible, not revoked, and explicitly consented when ``require_consent``."""
+        return self.consent_visible and self.consent_revoked_at is None and (not require_consent or self.consent_source is not None)
+
     def injectable(self, require_consent: bool) -> bool:
-        """Mirror of ``is_injectable_v1``."""
-        return (
-            self.consent_visible
-            and self.consent_revoked_at is None
-            and not self.legal_hold
-            and (not require_consent or self.consent_source is not None)
-        )
+        """Mirror of ``is_injectable_v1``: consented and not under legal hold."""
+        return self.consented(require_consent) and not self.legal_hold
 
     def record(self, invalidated: Sequence[str] = ()) -> tuple[MemoryRecord, list[str]]:
         consent = (
@@ -261,8 +263,11 @@ class MemoryVectorStore(EmulatorRagStore):
         require_consent: bool = False,
         share_from_parent_thread_id: str | None = None,
         now: datetime | None = None,
+        scoring: RecallScoringOptions | None = None,
+        explain: bool = False,
     ) -> RecallResult:
-        """Mirror of ``recall_v1``: own thread plus live grants, the consent gate, an exact scored scan, adjacency."""
+        """Mirror of ``recall_v2``: own thread plus live grants, the consent gate, an exact scored scan,
+        the optional composite re-rank of the top ``top_k * 4``, adjacency, and gate counts."""
         key = self._key(scope)
         check_int_option("top_k", top_k, 1, HARD_CAPS["top_k"])
         check_int_option("message_range", message_range, 0, HARD_CAPS["message_range"])
@@ -270,21 +275,30 @@ class MemoryVectorStore(EmulatorRagStore):
             raise PayloadTooLargeError("the query text is over the 64 KiB hard cap")
         if share_from_parent_thread_id is not None:
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
+        scoring = check_scoring(scoring)
+        if not isinstance(explain, bool):
+            raise LimitExceededError(f"explain must be a bool, got {explain!r}")
         query = float32(query_embedding, "query embedding")
         self._check_dimensions(self._threads.get(key, {}), query.shape[0])
         now = now or _now()
 
         granted: dict[tuple[str, str, str], set[str]] = {}
+        granting: set[tuple[str, str, str]] = set()  # parent threads with any grant to this thread
         if share_from_parent_thread_id is not None:
             for (tenant, resource, parent, child_resource, child_thread), (ids, expires_at) in self._grants.items():
                 if (tenant, child_resource, child_thread, parent) == (
                     scope.tenant_id, scope.resource_id, scope.thread_id, share_from_parent_thread_id
-                ) and (expires_at is None or expires_at > now):
-                    granted.setdefault((tenant, resource, parent), set()).update(ids)
+                ):
+                    granting.add((tenant, resource, parent))
+                    if expires_at is None or expires_at > now:
+                        granted.setdefault((tenant, resource, parent), set()).update(ids)
+
+        def in_scope(where: tuple[str, str, str], row: _Row) -> bool:
+            shared = row.id in granted.get(where, ()) and row.embedding.shape[0] == query.shape[0]
+            return where == key or shared
 
         def allowed(where: tuple[str, str, str], row: _Row) -> bool:
-            shared = row.id in granted.get(where, ()) and row.embedding.shape[0] == query.shape[0]
-            return (where == key or shared) and self._visible(where, row, require_consent)
+            return in_scope(where, row) and self._visible(where, row, require_consent)
 
         pool = [(where, row) for where in dict.fromkeys([key, *granted])
                 for row in self._threads.get(where, {}).values() if allowed(where, row)]
@@ -295,21 +309,34 @@ class MemoryVectorStore(EmulatorRagStore):
         for where, row in pool:
             similarity = cosine_similarity(row.embedding, row.norm_squared, query_double, query_norm_squared)
             lexical = len(query_terms & row.terms) / len(query_terms) if query_terms else 0.0
-            score = similarity + LEXICAL_WEIGHT * lexical
-            scored.append(((-score, row.sequence, row.id, where[2], where[1]), where, row, similarity, lexical, score))
+            base = similarity + LEXICAL_WEIGHT * lexical
+            scored.append(((-base, row.sequence, row.id, where[2], where[1]), where, row, similarity, lexical, base))
         scored.sort(key=lambda item: item[0])
-        top = scored[:top_k]
+        if scoring is None:
+            top = [(where, row, similarity, lexical, None, row.importance, base)
+                   for (_, where, row, similarity, lexical, base) in scored[:top_k]]
+        else:
+            w_similarity, w_recency, w_importance = scoring_weights(scoring)
+            blended = []
+            for _, where, row, similarity, lexical, base in scored[: top_k * CANDIDATE_FACTOR]:
+                fresh = None if scoring.half_life_ms is None else recency(now, row.created_at, scoring.half_life_ms)
+                weight = importance_used(row.importance)
+                score = w_similarity * base + w_recency * (fresh or 0.0) + w_importance * weight
+                blended.append(((-score, row.sequence, row.id, where[2], where[1]),
+                                (where, row, similarity, lexical, fresh, weight, score)))
+            blended.sort(key=lambda item: item[0])
+            top = [item for _, item in blended[:top_k]]
         hits = [
             RecallHit(row.id, row.text, copy.deepcopy(row.metadata), row.sequence, score, similarity, lexical,
-                      row.importance, where[2], where[1])
-            for (_, where, row, similarity, lexical, score) in top
+                      importance, where[2], where[1], fresh)
+            for (where, row, similarity, lexical, fresh, importance, score) in top
         ]
         adjacent: list[AdjacentEntry] = []
         if message_range > 0 and top:
-            hit_keys = {(where, row.id) for (_, where, row, *_rest) in top}
+            hit_keys = {(where, row.id) for (where, row, *_rest) in top}
             near = {
                 (where, other.id): (where, other)
-                for (_, where, row, *_rest) in top
+                for (where, row, *_rest) in top
                 for other in self._threads.get(where, {}).values()
                 if abs(other.sequence - row.sequence) <= message_range
                 and (where, other.id) not in hit_keys
@@ -320,7 +347,24 @@ class MemoryVectorStore(EmulatorRagStore):
                 AdjacentEntry(row.id, row.text, copy.deepcopy(row.metadata), row.sequence, row.importance, where[2], where[1])
                 for where, row in ordered
             ]
-        return RecallResult(hits, adjacent)
+        explanation = None
+        if explain:
+            removed: dict[str, int] = {}
+            parent_rows = [(where, row) for where in granting | ({(scope.tenant_id, scope.resource_id, share_from_parent_thread_id)}
+                           if share_from_parent_thread_id is not None else set())
+                           if where != key for row in self._threads.get(where, {}).values()]
+            for where, row in [(key, row) for row in self._threads.get(key, {}).values()] + parent_rows:
+                gate = (
+                    "scope" if not in_scope(where, row)
+                    else "hold" if row.legal_hold
+                    else "consent" if not row.consented(require_consent)
+                    else "invalidation" if row.id in self._tombstones.get(where, {})
+                    else None
+                )
+                if gate is not None:
+                    removed[gate] = removed.get(gate, 0) + 1
+            explanation = explain_hits(hits, scoring, removed)
+        return RecallResult(hits, adjacent, explanation)
 
     async def share_with(
         self,

@@ -84,11 +84,13 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
         ),
         recall=q(
             "select kind, rank, resource_id, thread_id, id, text, metadata, sequence, importance, "
-            "similarity, lexical, score from {s}.recall_v1("
+            "similarity, lexical, recency, score from {s}.recall_v2("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
             "p_query_embedding => %s::{vector}, p_query_text => %s::text, "
             "p_top_k => %s::integer, p_message_range => %s::integer, p_require_consent => %s::boolean, "
-            "p_share_parent_thread_id => %s::text, p_now => %s::timestamptz)"
+            "p_share_parent_thread_id => %s::text, p_now => %s::timestamptz, "
+            "p_recency_weight => %s::float8, p_importance_weight => %s::float8, p_half_life_ms => %s::float8, "
+            "p_explain => %s::boolean)"
         ),
         invalidate=q(
             "select entry_id from {s}.invalidate_v1("

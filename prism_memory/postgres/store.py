@@ -18,6 +18,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ..errors import SchemaVersionError, StoreError
+from ..explain import explain_hits
 from ..schema import SCHEMA_VERSION, SchemaConfig, migrate
 from ..types import (
     AdjacentEntry,
@@ -27,9 +28,11 @@ from ..types import (
     MemoryRecord,
     RecallHit,
     RecallResult,
+    RecallScoringOptions,
     Scope,
     WorkingMemoryRecord,
 )
+from ..validation import check_scoring
 from .errors import translate, wrap_exceptions
 from .queries import Queries, build_queries, install_info_query
 from .rag import PostgresRagStore, PostgresRagTransaction, pooled_transaction
@@ -110,8 +113,11 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         require_consent: bool = False,
         share_from_parent_thread_id: str | None = None,
         now: datetime | None = None,
+        scoring: RecallScoringOptions | None = None,
+        explain: bool = False,
     ) -> RecallResult:
-        """One ``recall_v1`` call; rows come back hits first (by rank), then adjacent entries."""
+        """One ``recall_v2`` call; rows come back hits first (by rank), then gate counts, then adjacent entries."""
+        scoring = check_scoring(scoring)
         rows = await self._fetch(
             self.queries.recall,
             (
@@ -123,19 +129,25 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
                 require_consent,
                 share_from_parent_thread_id,
                 now or datetime.now(timezone.utc),
+                None if scoring is None else scoring.recency_weight,
+                None if scoring is None else scoring.importance_weight,
+                None if scoring is None else scoring.half_life_ms,
+                explain,
             ),
         )
         hits: list[RecallHit] = []
         adjacent: list[AdjacentEntry] = []
-        for (kind, _rank, resource_id, thread_id, entry_id, text, metadata, sequence, importance,
-             similarity, lexical, score) in rows:
+        removed: dict[str, int] = {}
+        for (kind, rank, resource_id, thread_id, entry_id, text, metadata, sequence, importance,
+             similarity, lexical, recency, score) in rows:
             if kind == "hit":
-                hits.append(
-                    RecallHit(entry_id, text, metadata, sequence, score, similarity, lexical, importance, thread_id, resource_id)
-                )
+                hits.append(RecallHit(entry_id, text, metadata, sequence, score, similarity, lexical, importance,
+                                      thread_id, resource_id, recency))
+            elif kind == "gate":
+                removed[entry_id] = rank
             else:
                 adjacent.append(AdjacentEntry(entry_id, text, metadata, sequence, importance, thread_id, resource_id))
-        return RecallResult(hits, adjacent)
+        return RecallResult(hits, adjacent, explain_hits(hits, scoring, removed) if explain else None)
 
     async def share_with(
         self,

@@ -1,0 +1,24 @@
+"""``recall(..., explain=True)``: the explanation both backends build from their hits and gate counts."""
+
+from __future__ import annotations
+
+from .scoring import scoring_weights
+from .types import HitExplanation, RecallExplanation, RecallHit, RecallScoringOptions
+
+#: The recall gates, in the order an entry is attributed to the first one it fails.
+GATES = ("scope", "hold", "consent", "invalidation")
+
+
+def explain_hits(
+    hits: list[RecallHit], scoring: RecallScoringOptions | None, removed: dict[str, int]
+) -> RecallExplanation:
+    """Per-hit components with the normalised weights (``None`` without scoring), and removals per gate."""
+    weights = None
+    if scoring is not None:
+        similarity, recency, importance = scoring_weights(scoring)
+        weights = {"similarity": similarity, "recency": recency, "importance": importance}
+    return RecallExplanation(
+        [HitExplanation(hit.id, hit.similarity, hit.lexical, hit.recency, hit.importance, hit.score,
+                        None if weights is None else dict(weights)) for hit in hits],
+        {gate: int(removed.get(gate, 0)) for gate in GATES},
+    )
