@@ -6,7 +6,8 @@ interleaving the threads' batches as concurrent users would. Embeddings are
 computed before the clock starts, so ``ingest_entries_per_s`` measures the
 store writes only (``PostgresVectorStore.remember`` batches of 128). Then it
 runs ``VACUUM (ANALYZE)`` (as autovacuum would after a bulk load), times ``PostgresVectorStore.recall`` (top_k=8) on the main
-thread from the client, and reads the plan recall_v1 runs via auto_explain.
+thread from the client, plain and with composite scoring (``RecallScoringOptions(0.3, 0.2,
+7 days)``), and reads the plan recall_v2 runs via auto_explain.
 
     .venv/bin/python bench/latency.py [--dsn URL] [--entries 1000] [--other-threads 20]
 
@@ -24,13 +25,15 @@ import time
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
-from prism_memory import Scope, create_hash_embedder, create_postgres_memory_stores
+from prism_memory import RecallScoringOptions, Scope, create_hash_embedder, create_postgres_memory_stores
 from prism_memory.types import EntryRecord
 from psycopg import sql
 
 from _common import emit, local_postgres, log, scratch_schema
 
 BATCH = 128
+#: The composite scoring timed for ``recall_scored_p50_ms`` (seed example: a week's half-life).
+SCORING = RecallScoringOptions(recency_weight=0.3, importance_weight=0.2, half_life_ms=7 * 24 * 3600 * 1000)
 #: Share of every thread's entries tombstoned for the second measurement.
 TOMBSTONED = 0.10
 TABLE = "semantic_memory"
@@ -105,20 +108,20 @@ async def ingest(stores, threads) -> float:
     return time.perf_counter() - started
 
 
-async def time_recall(stores, scope: Scope, queries, warmup: int, runs: int) -> np.ndarray:
-    """Client-side latency (ms) of ``runs`` recalls after ``warmup`` untimed ones."""
+async def time_recall(stores, scope: Scope, queries, warmup: int, runs: int, scoring=None) -> np.ndarray:
+    """Client-side latency (ms) of ``runs`` recalls after ``warmup`` untimed ones (with ``scoring`` when given)."""
     timings = []
     for n in range(warmup + runs):
         text, vector = queries[n % len(queries)]
         started = time.perf_counter()
-        await stores.vector_store.recall(scope, vector, text, 8, 0)
+        await stores.vector_store.recall(scope, vector, text, 8, 0, scoring=scoring)
         if n >= warmup:
             timings.append((time.perf_counter() - started) * 1000)
     return np.asarray(timings)
 
 
 def explain_recall(dsn: str, recall_sql, scope: Scope, queries, calls: int = 8) -> str:
-    """The plan of recall_v1's nested statements (auto_explain), from the last of ``calls`` calls.
+    """The plan of recall_v2's nested statements (auto_explain), from the last of ``calls`` calls.
 
     Several calls, so the plan shown is the one PL/pgSQL settles on (it may
     switch to a generic plan after five executions).
@@ -141,7 +144,9 @@ def explain_recall(dsn: str, recall_sql, scope: Scope, queries, calls: int = 8) 
             notices.clear()
             text, vector = queries[n % len(queries)]
             conn.execute(
-                recall_sql, (scope.tenant_id, scope.resource_id, scope.thread_id, vector, text, 8, 0, False, None, None)
+                recall_sql,
+                (scope.tenant_id, scope.resource_id, scope.thread_id, vector, text, 8, 0, False, None, None,
+                 None, None, None, False),
             ).fetchall()
     return "\n\n".join(notice for notice in notices if re.search(rf"\b{TABLE}\b", notice))
 
@@ -179,6 +184,7 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
             conn.execute(sql.SQL("vacuum (analyze) {}.{}").format(sql.Identifier(schema), sql.Identifier(TABLE)))
         log(f"ingest: {total / seconds:,.0f} entries/s ({seconds:.1f} s)")
         timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries)
+        scored_timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries, SCORING)
         recall_sql = stores.vector_store.queries.recall  # the very statement the store sends
         plan = explain_recall(dsn, recall_sql, main_scope, queries)
         log(f"tombstoning {TOMBSTONED:.0%} of every thread's entries (invalidate_v1)")
@@ -193,7 +199,7 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         tombstoned_plan = explain_recall(dsn, recall_sql, main_scope, queries)
     finally:
         await stores.close()
-    log("recall_v1 nested plan (auto_explain, last of 8 calls):\n" + plan)
+    log("recall_v2 nested plan (auto_explain, last of 8 calls):\n" + plan)
     log("with tombstones:\n" + tombstoned_plan)
     p50, p99 = np.percentile(timings, [50, 99])
     tombstoned_p50 = float(np.percentile(tombstoned_timings, 50))
@@ -205,6 +211,8 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         "recall_p99_ms": round(float(p99), 3),
         "recall_mean_ms": round(float(timings.mean()), 3),
         "recall_queries": len(timings),
+        "recall_scored_p50_ms": round(float(np.percentile(scored_timings, 50)), 3),
+        "recall_scored_vs_plain": round(float(np.percentile(scored_timings, 50) / p50), 3),
         "plan_uses_scope_index": plan_uses_scope_index(plan),
         "recall_p50_ms_with_tombstones": round(tombstoned_p50, 3),
         "tombstone_check_uses_index": tombstone_check_uses_index(tombstoned_plan),

@@ -99,7 +99,8 @@ async def test_recall_checks_tombstones_with_an_index_not_a_scan(backends, pg_ds
         vector = np.asarray(await memory.embedder.embed(["plan check"]), dtype=np.float32)[0]
         for _ in range(6):  # past PL/pgSQL's switch to a generic plan
             notices.clear()
-            conn.execute(query, ("t1", "user-ada", "thread-1", vector, "plan check", 8, 0, False, None, None)).fetchall()
+            conn.execute(query, ("t1", "user-ada", "thread-1", vector, "plan check", 8, 0, False, None, None,
+                                 None, None, None, False)).fetchall()
     plan = next(notice for notice in notices if "with grants as" in notice)
     assert "Anti Join" in plan
     assert "using semantic_memory_invalidation_pkey on semantic_memory_invalidation" in plan
