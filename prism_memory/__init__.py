@@ -6,6 +6,7 @@ rules live in versioned SQL functions; the in-memory emulator gives the same
 answers. Start with :func:`create_memory`.
 """
 
+from .context import ContextBlock, MemoryContextProvider, WorkingMemoryProcessor, count_tokens
 from .embedding import Embedder, HashEmbedder, assert_finite_vector, create_hash_embedder, embed_batched
 from .emulator import MemoryVectorStore, MemoryWorkingStore, create_memory_vector_store, create_memory_working_store
 from .errors import (
@@ -36,7 +37,7 @@ from .errors import (
     WorkingMemoryVersionConflict,
 )
 from .invariants import InvariantResult, revoked_ids_absent
-from .memory import Memory, create_memory
+from .memory import Memory, create_memory, derive_child_scope
 from .postgres import (
     PostgresMemoryStores,
     PostgresVectorStore,
@@ -77,6 +78,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "REDACTED",
+    "ContextBlock",
+    "MemoryContextProvider",
+    "WorkingMemoryProcessor",
+    "count_tokens",
+    "derive_child_scope",
     "HitExplanation",
     "InvalidScoringError",
     "RecallExplanation",

@@ -11,10 +11,12 @@ import inspect
 import json
 import logging
 import math
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from .context import Extractor, MemoryContextProvider, WorkingMemoryProcessor
 from .embedding import Embedder, embed_batched
 from .emulator import create_memory_vector_store, create_memory_working_store
 from .errors import (
@@ -384,6 +386,61 @@ class Memory:
             result.explanation,
         )
 
+    # -- injection, processors, delegation ------------------------------
+
+    def create_context_provider(
+        self,
+        *,
+        working: bool = True,
+        recall: bool = True,
+        top_k: int | None = None,
+        max_tokens: int | None = None,
+        require_consent: bool | None = None,
+        scoring: RecallScoringOptions | None = None,
+        token_counter: Callable[[str], int] | None = None,
+    ) -> MemoryContextProvider:
+        """Inert context blocks for prompts (seed ``createContextProvider()``): ``await provider.provide(query)``.
+
+        Working memory is rendered through the template; recall hits come from
+        :meth:`recall` (the same consent gate). Together the blocks hold at
+        most ``max_tokens`` tokens (default ``limits.injected_tokens``, at most
+        8,000; :class:`LimitExceededError` otherwise), counted by
+        ``token_counter`` or :func:`prism_memory.context.count_tokens`.
+        """
+        return MemoryContextProvider(
+            self, working=working, recall=recall, top_k=top_k, max_tokens=max_tokens,
+            require_consent=require_consent, scoring=check_scoring(scoring), token_counter=token_counter,
+        )
+
+    def create_working_memory_processor(self, extract: Extractor) -> WorkingMemoryProcessor:
+        """An explicit, host-invoked working-memory updater (seed ``createWorkingMemoryProcessor({ extract })``).
+
+        ``extract(current_document, messages)`` (sync or async) returns the new
+        document or ``None``; ``await processor.run(messages)`` stores it,
+        schema-checked and versioned like :meth:`update_working`. Nothing runs
+        unless the host calls ``run``.
+        """
+        return WorkingMemoryProcessor(self, extract)
+
+    def child(self, agent_id: str) -> Memory:
+        """The memory of a delegated agent (seed: "Delegated-agent isolation").
+
+        Its scope is derived, never chosen by a model: resource
+        ``"<resource_id>/agent:<agent_id>"``, thread ``"<thread_id>/agent:<agent_id>"``
+        (:func:`derive_child_scope`); stores, embedder, limits, redaction and
+        hooks are this memory's. The child reads none of this memory's thread
+        until this memory shares entries with it: ``share_with(child.scope.thread_id,
+        ids, child_resource_id=child.scope.resource_id)``, then the child's
+        ``recall(..., share_from_parent_thread_id=self.scope.thread_id)``.
+        ``agent_id``: 1-64 ASCII letters, digits, ``_``, ``.``, ``-``
+        (:class:`InvalidScopeError` otherwise, or when this memory has no thread).
+        """
+        scope = derive_child_scope(self._thread_scope(), agent_id)
+        return Memory(
+            scope, self.embedder, self.vector_store, self.working_store, self._validator, self._template, self.limits,
+            self._redaction, self.require_consent, self._on_invalidate, self._clock, self._importance_from,
+        )
+
     async def share_with(
         self,
         child_thread_id: str,
@@ -633,6 +690,26 @@ class Memory:
         await self.vector_store.close()
         if self.working_store is not self.vector_store:
             await self.working_store.close()
+
+
+_AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def derive_child_scope(parent: Scope, agent_id: str) -> Scope:
+    """A delegated agent's scope: ``Scope(tenant, "<resource>/agent:<agent_id>", "<thread>/agent:<agent_id>")``.
+
+    Raises :class:`InvalidScopeError` for an ``agent_id`` that is not 1-64
+    ASCII letters, digits, ``_``, ``.``, ``-`` (so derived ids never collide),
+    for a parent without a thread, or when a derived id passes 256 bytes.
+    """
+    if not isinstance(agent_id, str) or not _AGENT_ID.match(agent_id):
+        raise InvalidScopeError(f"agent_id must be 1-64 ASCII letters, digits, '_', '.', '-', got {agent_id!r}")
+    if parent.thread_id is None:
+        raise InvalidScopeError("a delegated agent's scope derives from a parent thread")
+    return check_scope(
+        Scope(parent.tenant_id, f"{parent.resource_id}/agent:{agent_id}", f"{parent.thread_id}/agent:{agent_id}"),
+        thread_required=True,
+    )
 
 
 def create_memory(

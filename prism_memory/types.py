@@ -360,6 +360,7 @@ HARD_CAPS: dict[str, int] = {
     "working_memory_bytes": 1024 * 1024,
     "query_bytes": 64 * 1024,
     "remember_entries": 10_000,
+    "injected_tokens": 8000,
 }
 
 
@@ -372,7 +373,9 @@ class MemoryLimits:
     JSON metadata per entry, at most 8 MiB), ``working_memory_bytes`` (UTF-8
     bytes of the JSON document, at most 1 MiB), ``query_bytes`` (UTF-8 bytes of
     a recall query, at most 64 KiB), ``remember_entries`` (entries per
-    ``remember`` call, at most 10,000).
+    ``remember`` call, at most 10,000), ``injected_tokens`` (tokens a context
+    provider may inject per call, at most 8,000; counted as README "Context
+    injection" says).
 
     Raises :class:`LimitExceededError` when a value is not an ``int`` or is out of range.
     """
@@ -384,6 +387,7 @@ class MemoryLimits:
     working_memory_bytes: int = 64 * 1024
     query_bytes: int = 16 * 1024
     remember_entries: int = 1000
+    injected_tokens: int = 2000
 
     def __post_init__(self) -> None:
         for item in dataclasses.fields(self):
