@@ -6,6 +6,7 @@ rules live in versioned SQL functions; the in-memory emulator gives the same
 answers. Start with :func:`create_memory`.
 """
 
+from .conformance import ConformanceError, ConformanceReport, run_memory_conformance
 from .context import ContextBlock, MemoryContextProvider, WorkingMemoryProcessor, count_tokens
 from .embedding import Embedder, HashEmbedder, assert_finite_vector, create_hash_embedder, embed_batched
 from .emulator import MemoryVectorStore, MemoryWorkingStore, create_memory_vector_store, create_memory_working_store
@@ -78,6 +79,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "REDACTED",
+    "ConformanceError",
+    "ConformanceReport",
+    "run_memory_conformance",
     "ContextBlock",
     "MemoryContextProvider",
     "WorkingMemoryProcessor",
