@@ -18,11 +18,16 @@ from .errors import InvalidIdentifierError, LimitExceededError
 from .lexical import stopwords_sql_literal
 
 #: The schema revision this package's functions need and understand.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: Revisions in order; each has ``NNNN_<name>.sql`` (and ``.down.sql``) files in
 #: sql/migrations, plus ``NNNN_vector_search.sql`` when it touches HNSW indexes.
-REVISIONS: tuple[str, ...] = ("0001", "0002", "0003")
-_REVISION_FILES = {"0001": "0001_initial", "0002": "0002_rag", "0003": "0003_scoring"}
+REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004")
+_REVISION_FILES = {
+    "0001": "0001_initial",
+    "0002": "0002_rag",
+    "0003": "0003_scoring",
+    "0004": "0004_least_privilege",
+}
 
 DEFAULT_SCHEMA = "prism_memory"
 DEFAULT_TABLE = "semantic_memory"
@@ -201,6 +206,63 @@ def alembic_config(dsn: str, config: SchemaConfig):
     alembic_cfg.attributes["dsn"] = dsn
     alembic_cfg.attributes["schema_config"] = config
     return alembic_cfg
+
+
+#: The functions an application calls (SECURITY DEFINER since revision 0004), with their argument types.
+API_FUNCTIONS: tuple[tuple[str, str], ...] = (
+    ("install_info_v1", ""),
+    ("correct_v1", "text, text, text, text, text, vector, timestamptz"),
+    ("count_entries_v1", "text, text, text"),
+    ("get_working_v1", "text, text, text"),
+    ("invalidate_v1", "text, text, text, text[], text, timestamptz"),
+    ("list_entries_v1", "text, text, text, bigint, text, integer, boolean"),
+    ("purge_v1", "text, text, text, text[]"),
+    ("rag_check_source_access_v1", "text, text, text, text[], bigint"),
+    ("rag_delete_v1", "text, text, text[], text, bigint"),
+    ("rag_get_by_source_v1", "text, text, text, text, integer, boolean, text, text[], bigint"),
+    ("rag_get_generation_v1", "text, text"),
+    ("rag_lexical_query_v1", "text, text, text, integer, jsonb, boolean, text, text[], bigint"),
+    ("rag_query_v1", "text, text, vector, integer, jsonb, boolean, text, text[], bigint"),
+    ("rag_set_generation_v1", "text, text, bigint"),
+    ("rag_set_source_access_v1", "text, text, text[], text[], bigint"),
+    ("rag_upsert_v1", "text, text, text[], text[], text[], vector[], jsonb[], bigint[], bigint"),
+    ("recall_v1", "text, text, text, vector, text, integer, integer, boolean, text, timestamptz"),
+    ("recall_v2", "text, text, text, vector, text, integer, integer, boolean, text, timestamptz, "
+                  "double precision, double precision, double precision, boolean"),
+    ("reembed_v1", "text, text, text, text[], text[], vector[]"),
+    ("remember_v1", "text, text, text, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
+    ("retention_candidates_v1", "text, text, text, double precision, integer, integer, timestamptz"),
+    ("set_consent_v1", "text, text, text, text, boolean, text, text, timestamptz, timestamptz, timestamptz"),
+    ("share_with_v1", "text, text, text, text, text, text[], timestamptz, timestamptz"),
+    ("update_working_v1", "text, text, text, jsonb, bigint"),
+)
+
+
+def grant_app_role(dsn: str, role: str, config: SchemaConfig | None = None) -> None:
+    """Let ``role`` (an existing role) use the install and nothing more (blocking).
+
+    Grants USAGE on the schema and EXECUTE on each of :data:`API_FUNCTIONS`;
+    revokes every table privilege it may hold. The API functions run as their
+    owner (SECURITY DEFINER, revision 0004), so the role reads and writes only
+    through them. Run it as the schema owner. Raises :class:`InvalidIdentifierError`
+    for a role name that is not a plain identifier.
+    """
+    import psycopg
+    from psycopg import sql
+
+    config = config or SchemaConfig()
+    validate_identifier("role", role)
+    schema, grantee = sql.Identifier(config.schema), sql.Identifier(role)
+    with psycopg.connect(dsn, autocommit=True) as conn, conn.transaction():
+        vector_schema = conn.execute("select n.nspname from pg_extension x join pg_namespace n on n.oid = x.extnamespace "
+                                     "where x.extname = 'vector'").fetchone()[0]
+        conn.execute(sql.SQL("select set_config('search_path', {}, true)").format(
+            sql.Literal(f"{quote_identifier(config.schema)}, {quote_identifier(vector_schema)}, pg_catalog")))
+        conn.execute(sql.SQL("grant usage on schema {} to {}").format(schema, grantee))
+        conn.execute(sql.SQL("revoke all on all tables in schema {} from {}").format(schema, grantee))
+        for name, arguments in API_FUNCTIONS:
+            conn.execute(sql.SQL("grant execute on function {}.{}(" + arguments + ") to {}").format(
+                schema, sql.Identifier(name), grantee))
 
 
 def migrate(dsn: str, config: SchemaConfig | None = None, revision: str = "head") -> None:

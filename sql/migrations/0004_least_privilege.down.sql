@@ -1,0 +1,49 @@
+-- Reverts revision 0004: functions run as their caller again, PUBLIC may execute them, no RLS.
+drop policy if exists tenant_isolation on {{entries}};
+alter table {{entries}} disable row level security;
+drop policy if exists tenant_isolation on {{working}};
+alter table {{working}} disable row level security;
+drop policy if exists tenant_isolation on {{invalidation}};
+alter table {{invalidation}} disable row level security;
+drop policy if exists tenant_isolation on {{share_grant}};
+alter table {{share_grant}} disable row level security;
+drop policy if exists tenant_isolation on {{rag_chunk}};
+alter table {{rag_chunk}} disable row level security;
+drop policy if exists tenant_isolation on {{rag_source_acl}};
+alter table {{rag_source_acl}} disable row level security;
+drop policy if exists tenant_isolation on {{rag_source_version}};
+alter table {{rag_source_version}} disable row level security;
+drop policy if exists tenant_isolation on {{rag_scope_generations}};
+alter table {{rag_scope_generations}} disable row level security;
+alter function {{schema}}.correct_v1(text, text, text, text, text, vector, timestamptz) security invoker;
+alter function {{schema}}.count_entries_v1(text, text, text) security invoker;
+alter function {{schema}}.get_working_v1(text, text, text) security invoker;
+alter function {{schema}}.invalidate_v1(text, text, text, text[], text, timestamptz) security invoker;
+alter function {{schema}}.list_entries_v1(text, text, text, bigint, text, integer, boolean) security invoker;
+alter function {{schema}}.purge_v1(text, text, text, text[]) security invoker;
+alter function {{schema}}.rag_check_source_access_v1(text, text, text, text[], bigint) security invoker;
+alter function {{schema}}.rag_delete_v1(text, text, text[], text, bigint) security invoker;
+alter function {{schema}}.rag_get_by_source_v1(text, text, text, text, integer, boolean, text, text[], bigint) security invoker;
+alter function {{schema}}.rag_get_generation_v1(text, text) security invoker;
+alter function {{schema}}.rag_lexical_query_v1(text, text, text, integer, jsonb, boolean, text, text[], bigint) security invoker;
+alter function {{schema}}.rag_query_v1(text, text, vector, integer, jsonb, boolean, text, text[], bigint) security invoker;
+alter function {{schema}}.rag_set_generation_v1(text, text, bigint) security invoker;
+alter function {{schema}}.rag_set_source_access_v1(text, text, text[], text[], bigint) security invoker;
+alter function {{schema}}.rag_upsert_v1(text, text, text[], text[], text[], vector[], jsonb[], bigint[], bigint) security invoker;
+alter function {{schema}}.recall_v1(text, text, text, vector, text, integer, integer, boolean, text, timestamptz) security invoker;
+alter function {{schema}}.recall_v2(text, text, text, vector, text, integer, integer, boolean, text, timestamptz, double precision, double precision, double precision, boolean) security invoker;
+alter function {{schema}}.reembed_v1(text, text, text, text[], text[], vector[]) security invoker;
+alter function {{schema}}.remember_v1(text, text, text, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz) security invoker;
+alter function {{schema}}.retention_candidates_v1(text, text, text, double precision, integer, integer, timestamptz) security invoker;
+alter function {{schema}}.set_consent_v1(text, text, text, text, boolean, text, text, timestamptz, timestamptz, timestamptz) security invoker;
+alter function {{schema}}.share_with_v1(text, text, text, text, text, text[], timestamptz, timestamptz) security invoker;
+alter function {{schema}}.update_working_v1(text, text, text, jsonb, bigint) security invoker;
+grant execute on all functions in schema {{schema}} to public;
+create or replace function {{schema}}.install_info_v1()
+returns table (schema_version integer, table_name text, dimensions integer, vector_schema text)
+language sql stable
+as $$
+  select 3, {{table_literal}}::text, {{dimensions}}::integer, n.nspname::text
+  from pg_catalog.pg_extension x join pg_catalog.pg_namespace n on n.oid = x.extnamespace
+  where x.extname = 'vector'
+$$;

@@ -1,0 +1,94 @@
+-- prism-memory schema revision 0004: least privilege.
+--
+-- * The API functions (the ones an application calls) run as their owner
+--   (SECURITY DEFINER) with a pinned search_path that ends in pg_temp, so a
+--   caller needs only EXECUTE on them: prism_memory.schema.grant_app_role()
+--   grants exactly that, and no table privilege.
+-- * Nobody but the owner may execute any function of the schema by default
+--   (PostgreSQL grants EXECUTE to PUBLIC otherwise).
+-- * Row-level security on every table, keyed by tenant: a role that is ever
+--   granted direct access to a table (a reporting role, say) sees only the
+--   rows of the tenant named by its prism_memory.tenant_id setting, none
+--   without one. The owner, and so the API functions, bypass it: they are
+--   keyed by their tenant argument.
+--
+-- Template rules as in 0001; frozen once released.
+
+select pg_catalog.set_config(
+  'search_path',
+  pg_catalog.format('%I, %I, pg_catalog, pg_temp', {{schema_literal}},
+    (select n.nspname from pg_catalog.pg_extension x
+     join pg_catalog.pg_namespace n on n.oid = x.extnamespace
+     where x.extname = 'vector')),
+  false);
+
+create or replace function {{schema}}.install_info_v1()
+returns table (schema_version integer, table_name text, dimensions integer, vector_schema text)
+language sql stable
+as $$
+  select 4, {{table_literal}}::text, {{dimensions}}::integer, n.nspname::text
+  from pg_catalog.pg_extension x join pg_catalog.pg_namespace n on n.oid = x.extnamespace
+  where x.extname = 'vector'
+$$;
+
+revoke execute on all functions in schema {{schema}} from public;
+grant execute on function {{schema}}.install_info_v1() to public;
+
+alter function {{schema}}.correct_v1(text, text, text, text, text, vector, timestamptz) security definer set search_path from current;
+alter function {{schema}}.count_entries_v1(text, text, text) security definer set search_path from current;
+alter function {{schema}}.get_working_v1(text, text, text) security definer set search_path from current;
+alter function {{schema}}.invalidate_v1(text, text, text, text[], text, timestamptz) security definer set search_path from current;
+alter function {{schema}}.list_entries_v1(text, text, text, bigint, text, integer, boolean) security definer set search_path from current;
+alter function {{schema}}.purge_v1(text, text, text, text[]) security definer set search_path from current;
+alter function {{schema}}.rag_check_source_access_v1(text, text, text, text[], bigint) security definer set search_path from current;
+alter function {{schema}}.rag_delete_v1(text, text, text[], text, bigint) security definer set search_path from current;
+alter function {{schema}}.rag_get_by_source_v1(text, text, text, text, integer, boolean, text, text[], bigint) security definer set search_path from current;
+alter function {{schema}}.rag_get_generation_v1(text, text) security definer set search_path from current;
+alter function {{schema}}.rag_lexical_query_v1(text, text, text, integer, jsonb, boolean, text, text[], bigint) security definer set search_path from current;
+alter function {{schema}}.rag_query_v1(text, text, vector, integer, jsonb, boolean, text, text[], bigint) security definer set search_path from current;
+alter function {{schema}}.rag_set_generation_v1(text, text, bigint) security definer set search_path from current;
+alter function {{schema}}.rag_set_source_access_v1(text, text, text[], text[], bigint) security definer set search_path from current;
+alter function {{schema}}.rag_upsert_v1(text, text, text[], text[], text[], vector[], jsonb[], bigint[], bigint) security definer set search_path from current;
+alter function {{schema}}.recall_v1(text, text, text, vector, text, integer, integer, boolean, text, timestamptz) security definer set search_path from current;
+alter function {{schema}}.recall_v2(text, text, text, vector, text, integer, integer, boolean, text, timestamptz, double precision, double precision, double precision, boolean) security definer set search_path from current;
+alter function {{schema}}.reembed_v1(text, text, text, text[], text[], vector[]) security definer set search_path from current;
+alter function {{schema}}.remember_v1(text, text, text, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz) security definer set search_path from current;
+alter function {{schema}}.retention_candidates_v1(text, text, text, double precision, integer, integer, timestamptz) security definer set search_path from current;
+alter function {{schema}}.set_consent_v1(text, text, text, text, boolean, text, text, timestamptz, timestamptz, timestamptz) security definer set search_path from current;
+alter function {{schema}}.share_with_v1(text, text, text, text, text, text[], timestamptz, timestamptz) security definer set search_path from current;
+alter function {{schema}}.update_working_v1(text, text, text, jsonb, bigint) security definer set search_path from current;
+
+alter table {{entries}} enable row level security;
+create policy tenant_isolation on {{entries}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+alter table {{working}} enable row level security;
+create policy tenant_isolation on {{working}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+alter table {{invalidation}} enable row level security;
+create policy tenant_isolation on {{invalidation}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+alter table {{share_grant}} enable row level security;
+create policy tenant_isolation on {{share_grant}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+alter table {{rag_chunk}} enable row level security;
+create policy tenant_isolation on {{rag_chunk}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+alter table {{rag_source_acl}} enable row level security;
+create policy tenant_isolation on {{rag_source_acl}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+alter table {{rag_source_version}} enable row level security;
+create policy tenant_isolation on {{rag_source_version}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+alter table {{rag_scope_generations}} enable row level security;
+create policy tenant_isolation on {{rag_scope_generations}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+
+reset search_path;

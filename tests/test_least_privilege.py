@@ -1,0 +1,186 @@
+"""Least privilege in the database: an application role that can only EXECUTE the API functions."""
+
+import secrets
+from urllib.parse import parse_qs, urlparse
+
+import psycopg
+import pytest
+from prism_memory import (
+    MemoryConsent,
+    RagAccessConstraint,
+    RagChunk,
+    create_hash_embedder,
+    create_memory,
+    create_postgres_memory_stores,
+)
+from prism_memory.schema import API_FUNCTIONS, grant_app_role
+
+from conftest import TEST_CONFIG, dsn_for
+
+TABLES = ["semantic_memory", "semantic_memory_working", "semantic_memory_invalidation", "semantic_memory_share_grant",
+          "semantic_memory_rag_chunk", "semantic_memory_rag_source_acl", "semantic_memory_rag_source_version",
+          "semantic_memory_rag_scope_generations"]
+
+
+def as_role(dsn: str, role: str) -> str:
+    parsed = urlparse(dsn)
+    query = parse_qs(parsed.query)
+    return dsn_for(query["host"][0], query["port"][0], role, parsed.path.lstrip("/"))
+
+
+@pytest.fixture
+def app_dsn(pg_dsn):
+    """A login role granted with grant_app_role, and its URL; dropped afterwards."""
+    role = f"app_{secrets.token_hex(4)}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"create role {role} login")
+    grant_app_role(pg_dsn, role, TEST_CONFIG)
+    yield as_role(pg_dsn, role)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"drop owned by {role}")
+        conn.execute(f"drop role {role}")
+
+
+@pytest.mark.parametrize("table", TABLES)
+@pytest.mark.parametrize("statement", ["select * from {}", "update {} set tenant_id = 'x'", "delete from {}",
+                                       "insert into {} (tenant_id) values ('x')"])
+def test_the_app_role_cannot_touch_a_table(app_dsn, table, statement):
+    with psycopg.connect(app_dsn, autocommit=True) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute(statement.format(f"prism_memory.{table}"))
+
+
+@pytest.mark.parametrize("call", [
+    "select prism_memory.lock_thread_v1('t', 'r', 'th')",
+    "select prism_memory.lexical_terms_v1('x')",
+    "select prism_memory.tombstone_from_sources_v1('t', 'r', 'th', array['a'], now())",
+    "select prism_memory.rag_estimate_candidates_v1('t', 's', 0, '{}'::jsonb)",
+])
+def test_the_app_role_cannot_call_internal_functions(app_dsn, call):
+    with psycopg.connect(app_dsn, autocommit=True) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute(call)
+
+
+def test_every_api_function_runs_as_its_owner_with_a_pinned_search_path(pg_dsn):
+    with psycopg.connect(pg_dsn) as conn:
+        rows = conn.execute(
+            "select p.proname, p.prosecdef, p.proconfig, has_function_privilege('public', p.oid, 'execute') "
+            "from pg_proc p where p.pronamespace = 'prism_memory'::regnamespace").fetchall()
+    api = {name for name, _ in API_FUNCTIONS}
+    for name, definer, config, public in rows:
+        if name == "install_info_v1":
+            assert public and not definer  # reads the catalog only
+            continue
+        assert not public, f"PUBLIC may execute {name}"
+        if name in api:
+            assert definer, f"{name} is not SECURITY DEFINER"
+            [path] = [item for item in config if item.startswith("search_path=")]
+            assert path.endswith("pg_catalog, pg_temp"), path
+
+
+async def test_the_whole_api_works_through_the_app_role(app_dsn):
+    stores = await create_postgres_memory_stores(app_dsn, dimensions=64, skip_migrations=True)
+    try:
+        memory = create_memory(tenant_id="t1", resource_id="user-ada", thread_id="thread-1", embedder=create_hash_embedder(64),
+                               vector_store=stores.vector_store, working_store=stores.working_store)
+        await memory.update_working({"name": "Ada"})
+        await memory.remember([{"id": "a", "text": "likes tea", "consent": MemoryConsent()},
+                               {"id": "b", "text": "likes coffee", "consent": MemoryConsent()}], wait=True)
+        await memory.set_consent("b", visible=False)
+        assert [hit.id for hit in (await memory.recall("likes")).hits] == ["a"]
+        assert await memory.forget(["b"]) == 1
+        assert [record.id for record in (await memory.export_memory(memory.scope)).entries] == ["a"]
+        store = stores.vector_store
+        [vector] = await create_hash_embedder(64).embed(["handbook"])
+        await store.upsert("t1", "kb", [RagChunk("c", "doc", "handbook", vector)])
+        await store.set_source_access("t1", "doc", principal_ids=["ada"], access_version=1)
+        assert [m.id for m in await store.query("t1", "kb", vector, authorization=RagAccessConstraint("ada"))] == ["c"]
+        assert (await memory.get_working()).data == {"name": "Ada"}
+    finally:
+        await stores.close()
+
+
+async def test_no_argument_steers_a_function_into_another_tenants_rows(pg_dsn, app_dsn):
+    """Tenant 'victim' holds data; every API function called as tenant 'attacker' with the victim's resource,
+    thread, entry, scope and source ids must neither return nor change any of it."""
+    embedder = create_hash_embedder(64)
+    admin = await create_postgres_memory_stores(pg_dsn, dimensions=64, skip_migrations=True)
+    try:
+        victim = create_memory(tenant_id="victim", resource_id="user-ada", thread_id="thread-1", embedder=embedder,
+                               vector_store=admin.vector_store, working_store=admin.working_store)
+        await victim.update_working({"secret": "canary-working"})
+        await victim.remember([{"id": "e1", "text": "canary entry one", "consent": MemoryConsent()},
+                               {"id": "e2", "text": "canary entry two", "consent": MemoryConsent(),
+                                "lineage": {"source_ids": ["e1"]}}], wait=True)
+        await victim.share_with("child", ["e1"])
+        [vector] = await embedder.embed(["canary chunk"])
+        await admin.vector_store.upsert("victim", "kb", [RagChunk("c1", "doc", "canary chunk", vector)])
+        await admin.vector_store.set_source_access("victim", "doc", principal_ids=["ada"], access_version=3)
+    finally:
+        await admin.close()
+
+    def snapshot():
+        with psycopg.connect(pg_dsn) as conn:
+            return {table: conn.execute(f"select * from prism_memory.{table} where tenant_id = 'victim' order by 1, 2, 3, 4")
+                    .fetchall() for table in TABLES}
+
+    before = snapshot()
+    stores = await create_postgres_memory_stores(app_dsn, dimensions=64, skip_migrations=True)
+    outputs = []
+    try:
+        attacker = create_memory(tenant_id="attacker", resource_id="user-ada", thread_id="thread-1", embedder=embedder,
+                                 vector_store=stores.vector_store, working_store=stores.working_store)
+        child = create_memory(tenant_id="attacker", resource_id="user-ada", thread_id="child", embedder=embedder,
+                              vector_store=stores.vector_store, working_store=stores.working_store)
+        store = stores.vector_store
+        outputs += [await attacker.get_working(), await attacker.recall("canary entry", top_k=32, message_range=4),
+                    await child.recall("canary", top_k=32, share_from_parent_thread_id="thread-1"),
+                    await attacker.export_memory(attacker.scope), await attacker.forget(["e1", "e2"]),
+                    await attacker.apply_retention(max_entries=0), await attacker.rebuild_index(),
+                    await store.query("attacker", "kb", vector, top_k=32),
+                    await store.lexical_query("attacker", "kb", "canary chunk"),
+                    await store.get_by_source("attacker", "kb", "doc"),
+                    await store.check_source_access("attacker", "doc", RagAccessConstraint("ada")),
+                    await store.delete("attacker", "kb", source_id="doc"),
+                    await store.set_source_access("attacker", "doc", principal_ids=["mallory"], access_version=0),
+                    await store.get_current_generation("attacker", "kb")]
+        for call in (attacker.set_consent("e1", visible=True), attacker.correct("e1", "overwritten")):
+            try:
+                outputs.append(await call)
+            except Exception as exc:
+                outputs.append(type(exc).__name__)
+        await attacker.update_working({"secret": "attacker"})
+        await attacker.remember([{"id": "e1", "text": "attacker's own e1"}], wait=True)
+    finally:
+        await stores.close()
+    assert snapshot() == before
+    assert "canary" not in repr(outputs)
+
+
+async def test_row_level_security_keeps_a_directly_granted_role_to_its_tenant(pg_dsn):
+    """The second line of defence: a role someone grants SELECT on a table sees one tenant's rows, by setting."""
+    embedder = create_hash_embedder(64)
+    stores = await create_postgres_memory_stores(pg_dsn, dimensions=64, skip_migrations=True)
+    try:
+        for tenant in ("t1", "t2"):
+            memory = create_memory(tenant_id=tenant, resource_id="r", thread_id="th", embedder=embedder,
+                                   vector_store=stores.vector_store, working_store=stores.working_store)
+            await memory.remember([{"id": f"{tenant}-a", "text": "row"}], wait=True)
+    finally:
+        await stores.close()
+    role = f"report_{secrets.token_hex(4)}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"create role {role} login")
+        conn.execute(f"grant usage on schema prism_memory to {role}")
+        conn.execute(f"grant select, update, delete on prism_memory.semantic_memory to {role}")
+    try:
+        with psycopg.connect(as_role(pg_dsn, role), autocommit=True) as conn:
+            query = "select id from prism_memory.semantic_memory order by id"
+            assert conn.execute(query).fetchall() == []  # no tenant set: nothing
+            conn.execute("set prism_memory.tenant_id = 't1'")
+            assert conn.execute(query).fetchall() == [("t1-a",)]
+            assert conn.execute("delete from prism_memory.semantic_memory where id = 't2-a'").rowcount == 0
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            assert conn.execute("select count(*) from prism_memory.semantic_memory").fetchone() == (2,)
+            conn.execute(f"drop owned by {role}")
+            conn.execute(f"drop role {role}")
