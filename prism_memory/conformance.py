@@ -27,6 +27,7 @@ import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .errors import (
@@ -206,6 +207,48 @@ async def check_scoring(check: _Check) -> None:
     _expect(all(hit.importance is not None for hit in weighted.hits), "scored hits must expose importance")
 
 
+async def check_top_k_and_adjacency(check: _Check) -> None:
+    memory = await check.memory()
+    await memory.remember([{"id": f"n{i}", "text": f"note {i} " + ("river " if i == 3 else "")} for i in range(7)], wait=True)
+    result = await memory.recall("river", top_k=1, message_range=1)
+    _expect([hit.id for hit in result.hits] == ["n3"], f"top_k=1 must return exactly the best hit, got {[h.id for h in result.hits]}")
+    _expect([entry.id for entry in result.adjacent] == ["n2", "n4"], "message_range=1 must add the neighbours by sequence")
+    _expect(len((await memory.recall("note", top_k=4)).hits) == 4, "top_k must cap the hits")
+
+
+async def check_grant_expiry(check: _Check) -> None:
+    now = [datetime(2026, 1, 1, tzinfo=timezone.utc)]
+    parent = await check.memory(thread_id="parent", clock=lambda: now[0])
+    child = await check.memory(thread_id="child", clock=lambda: now[0])
+    await parent.remember([{"id": "p", "text": "expiring plan"}], wait=True)
+    await parent.share_with("child", ["p"], expires_at=now[0] + timedelta(hours=1))
+    _expect(len((await child.recall("plan", share_from_parent_thread_id="parent")).hits) == 1, "a live grant shares")
+    now[0] += timedelta(hours=2)
+    _expect((await child.recall("plan", share_from_parent_thread_id="parent")).hits == [], "an expired grant must share nothing")
+
+
+async def check_legal_hold(check: _Check) -> None:
+    memory = await check.memory()
+    await memory.remember([{"id": "held", "text": "held record", "consent": MemoryConsent()},
+                           {"id": "old", "text": "old record", "consent": MemoryConsent()}], wait=True)
+    _expect(await memory.forget(["held"], hold=True) == 0, "forget(hold=True) deletes nothing")
+    _expect([hit.id for hit in (await memory.recall("record", top_k=8)).hits] == ["old"], "a held entry is never recalled")
+    await memory.apply_retention(max_entries=0)
+    explained = await memory.recall("record", top_k=8, explain=True)
+    _expect(explained.explanation.removed["hold"] == 1, "retention must skip a held entry, and explain must count it")
+
+
+async def check_recency(check: _Check) -> None:
+    now = [datetime(2026, 1, 1, tzinfo=timezone.utc)]
+    memory = await check.memory(clock=lambda: now[0])
+    await memory.remember([{"id": "old", "text": "coffee order"}], wait=True)
+    now[0] += timedelta(days=10)
+    await memory.remember([{"id": "new", "text": "coffee order"}], wait=True)
+    hits = (await memory.recall("coffee order", scoring=RecallScoringOptions(1.0, half_life_ms=86_400_000.0))).hits
+    _expect([hit.id for hit in hits] == ["new", "old"], f"recency weight 1 must rank the newer entry first, got {[h.id for h in hits]}")
+    _expect(hits[0].recency == 1.0 and 0 < hits[1].recency < 0.001, "recency must halve every half-life")
+
+
 CHECKS: dict[str, Callable[[_Check], Awaitable[None]]] = {
     "remember_and_recall": check_remember_and_recall,
     "scope_isolation": check_scope_isolation,
@@ -215,6 +258,10 @@ CHECKS: dict[str, Callable[[_Check], Awaitable[None]]] = {
     "bad_input": check_bad_input,
     "share_grants": check_share_grants,
     "scoring": check_scoring,
+    "top_k_and_adjacency": check_top_k_and_adjacency,
+    "grant_expiry": check_grant_expiry,
+    "legal_hold": check_legal_hold,
+    "recency": check_recency,
 }
 
 

@@ -218,6 +218,9 @@ class Memory:
     def _redact_entry(self, entry: MemoryEntry) -> MemoryEntry:
         if not self._redaction.active:
             return entry
+        for name, document in (("metadata", entry.metadata), ("reflection", entry.reflection)):
+            if document is not None:  # shape and depth are checked before redaction walks them
+                json_document(document, f"entry {entry.id!r}: {name}")
         lineage = entry.lineage
         if isinstance(lineage, MemoryLineage) and isinstance(lineage.reason, str):
             lineage = dataclasses.replace(lineage, reason=self._redaction.text(lineage.reason))
@@ -226,7 +229,7 @@ class Memory:
             text=self._redaction.value(entry.text),
             metadata=self._redaction.metadata(entry.metadata),
             lineage=lineage,
-            reflection=None if entry.reflection is None else self._redaction.metadata(entry.reflection),
+            reflection=None if entry.reflection is None else self._redaction.value(entry.reflection),
         )
 
     def _importance(self, entry: MemoryEntry, position: int) -> MemoryEntry:
@@ -241,7 +244,11 @@ class Memory:
             derived = self._importance_from(copy.deepcopy(entry.reflection))
         except Exception as exc:
             raise InvalidEntryError(f"entry {position}: importance_from raised {type(exc).__name__}") from exc
-        if isinstance(derived, bool) or not isinstance(derived, (int, float)) or not math.isfinite(derived):
+        try:
+            finite = not isinstance(derived, bool) and isinstance(derived, (int, float)) and math.isfinite(float(derived))
+        except OverflowError:
+            finite = False
+        if not finite:
             raise InvalidEntryError(f"entry {position}: importance_from returned {derived!r}, not a finite number")
         return dataclasses.replace(entry, importance=min(1.0, max(0.0, float(derived))), reflection=None)
 
@@ -270,11 +277,11 @@ class Memory:
         """
         scope = self._thread_scope()
         items = [self._redact_entry(to_entry(entry, position)) for position, entry in enumerate(entries, start=1)]
-        items = [self._importance(item, position) for position, item in enumerate(items, start=1)]
         if len(items) > self.limits.remember_entries:
             raise LimitExceededError(f"{len(items)} entries exceed limits.remember_entries={self.limits.remember_entries}")
         metadata = [check_entry(item, position, self.limits.entry_bytes) for position, item in enumerate(items, start=1)]
         check_unique_ids([item.id for item in items])
+        items = [self._importance(item, position) for position, item in enumerate(items, start=1)]
         if not items:
             return RememberResult(0, self._pending_entries, not self._pending)
         job = self._write(scope, items, metadata)
@@ -700,12 +707,14 @@ def derive_child_scope(parent: Scope, agent_id: str) -> Scope:
 
     Raises :class:`InvalidScopeError` for an ``agent_id`` that is not 1-64
     ASCII letters, digits, ``_``, ``.``, ``-`` (so derived ids never collide),
-    for a parent without a thread, or when a derived id passes 256 bytes.
+    for a parent without a thread, or when a derived id passes 256 bytes. The
+    ``/agent:`` segment is reserved: give no resource or thread such an id
+    yourself.
     """
-    if not isinstance(agent_id, str) or not _AGENT_ID.match(agent_id):
+    if not isinstance(agent_id, str) or not _AGENT_ID.fullmatch(agent_id):
         raise InvalidScopeError(f"agent_id must be 1-64 ASCII letters, digits, '_', '.', '-', got {agent_id!r}")
-    if parent.thread_id is None:
-        raise InvalidScopeError("a delegated agent's scope derives from a parent thread")
+    if not isinstance(parent, Scope) or parent.thread_id is None:
+        raise InvalidScopeError("a delegated agent's scope derives from a parent Scope with a thread")
     return check_scope(
         Scope(parent.tenant_id, f"{parent.resource_id}/agent:{agent_id}", f"{parent.thread_id}/agent:{agent_id}"),
         thread_required=True,

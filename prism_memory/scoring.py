@@ -40,11 +40,11 @@ def scoring_weights(options: RecallScoringOptions) -> tuple[float, float, float]
 
 def recency(now: datetime, created_at: datetime, half_life_ms: float) -> float:
     """Mirror of ``recency_v1``: ``0.5 ** (max(0, now - created_at in ms) / half_life_ms)``, the age exact to
-    the microsecond; 0 past 1074 half-lives (where the power underflows)."""
+    the microsecond; 0 past 1074 half-lives, where the power underflows."""
     age = now - created_at
     age_ms = ((age.days * 86_400 + age.seconds) * 1_000_000 + age.microseconds) / 1000
-    halvings = max(0.0, age_ms) / half_life_ms
-    return 0.0 if halvings > 1074 else math.pow(0.5, halvings)
+    age_ms = max(0.0, age_ms)
+    return 0.0 if age_ms / 1074 > half_life_ms else math.pow(0.5, age_ms / half_life_ms)
 
 
 def importance_used(stored: float | None) -> float:

@@ -238,11 +238,11 @@ class HitExplanation:
 class RecallExplanation:
     """``recall(..., explain=True)``: per-hit components, and how many entries each gate removed.
 
-    ``removed`` maps ``scope`` (entries of the shared parent thread outside a
-    live grant, or of another width), ``hold`` (legal hold), ``consent``
-    (invisible, revoked, or legacy under ``require_consent``) and
-    ``invalidation`` (tombstoned) to counts; each entry counts once, at the
-    first gate it fails in that order.
+    ``removed`` maps ``scope`` (shared entries of another embedding width),
+    ``hold`` (legal hold), ``consent`` (invisible, revoked, or legacy under
+    ``require_consent``) and ``invalidation`` (tombstoned) to counts over the
+    thread's entries and the entries live grants name (nothing else of another
+    thread); each entry counts once, at the first gate it fails in that order.
     """
 
     hits: list[HitExplanation]

@@ -3,6 +3,7 @@
 import pytest
 from prism_memory import (
     ConformanceError,
+    RecallScoringOptions,
     create_hash_embedder,
     create_memory_vector_store,
     create_memory_working_store,
@@ -40,9 +41,34 @@ class LeakyStore(MemoryVectorStore):
         return True
 
 
-async def test_a_store_that_leaks_revoked_entries_fails_the_consent_check():
+class EternalGrants(MemoryVectorStore):
+    """A broken adapter: share grants never expire."""
+
+    async def share_with(self, scope, child_resource_id, child_thread_id, source_ids, expires_at=None, now=None):
+        return await super().share_with(scope, child_resource_id, child_thread_id, source_ids, None, now)
+
+
+class GreedyTopK(MemoryVectorStore):
+    """A broken adapter: it ignores top_k."""
+
+    async def recall(self, scope, query_embedding, query_text, top_k, *args, **kwargs):
+        return await super().recall(scope, query_embedding, query_text, 32, *args, **kwargs)
+
+
+class NoRecency(MemoryVectorStore):
+    """A broken adapter: it drops the recency weight."""
+
+    async def recall(self, *args, scoring=None, **kwargs):
+        if scoring is not None:
+            scoring = RecallScoringOptions(None, scoring.importance_weight or 0.0, None)
+        return await super().recall(*args, scoring=scoring, **kwargs)
+
+
+@pytest.mark.parametrize("store, check", [(LeakyStore, "consent_gate"), (EternalGrants, "grant_expiry"),
+                                          (GreedyTopK, "top_k_and_adjacency"), (NoRecency, "recency")])
+async def test_a_broken_store_fails_the_check_for_its_bug(store, check):
     with pytest.raises(ConformanceError) as caught:
         await run_memory_conformance(lambda: {
-            "embedder": create_hash_embedder(64), "vector_store": LeakyStore(), "working_store": create_memory_working_store(),
+            "embedder": create_hash_embedder(64), "vector_store": store(), "working_store": create_memory_working_store(),
         })
-    assert "consent_gate" in caught.value.failures
+    assert check in caught.value.failures

@@ -180,8 +180,8 @@ async def test_explain_counts_what_each_gate_removed(backends):
 
     hits, removed = await backends.run(scenario)
     assert hits == ["ok", "p0"]
-    # scope: p2, p3 (not shared); hold: held; consent: legacy, hidden, source, p1; invalidation: derived
-    assert removed == {"scope": 2, "hold": 1, "consent": 4, "invalidation": 1}
+    # p2, p3 were never shared: not counted. hold: held; consent: legacy, hidden, source, p1; invalidation: derived
+    assert removed == {"scope": 0, "hold": 1, "consent": 4, "invalidation": 1}
 
 
 async def test_importance_from_runs_once_at_write_on_the_redacted_reflection(backends):
@@ -218,3 +218,30 @@ async def test_importance_from_runs_once_at_write_on_the_redacted_reflection(bac
     assert importance == {"r": 0.7, "big": 1.0, "direct": 0.2, "none": 1.0}
     assert all("mentions" not in str(meta) for meta in metadata)  # the reflection is never persisted
     assert rejected == "rejected" and "bad" not in stored
+
+
+async def test_explain_says_nothing_about_threads_that_shared_nothing(backends):
+    async def scenario(backend):
+        other = backend.memory(thread_id="other")
+        await other.remember([{"id": f"o{i}", "text": "coffee"} for i in range(6)], wait=True)
+        await other.forget(["o0"], hold=True)
+        reader = backend.memory(thread_id="reader")
+        result = await reader.recall("coffee", share_from_parent_thread_id="other", explain=True)
+        return result.explanation.removed
+
+    assert await backends.run(scenario) == {"scope": 0, "hold": 0, "consent": 0, "invalidation": 0}
+
+
+async def test_tiny_and_huge_half_lives_agree_on_both_backends(backends):
+    async def scenario(backend):
+        clock = Clock(T0)
+        memory = backend.memory(clock=clock)
+        await memory.remember([{"id": "a", "text": "coffee"}], wait=True)
+        clock.now = T0 + timedelta(days=3)
+        return [
+            [(hit.id, hit.recency) for hit in (await memory.recall("coffee", scoring=RecallScoringOptions(0.5, None, half_life))).hits]
+            for half_life in (5e-324, 1e-310, 1e-3, 1e300, 1.7976931348623157e308)
+        ]
+
+    outcomes = await backends.run(scenario)
+    assert [recency for [(_, recency)] in outcomes] == [0.0, 0.0, 0.0, 1.0, 1.0]

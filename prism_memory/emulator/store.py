@@ -283,15 +283,12 @@ class MemoryVectorStore(EmulatorRagStore):
         now = now or _now()
 
         granted: dict[tuple[str, str, str], set[str]] = {}
-        granting: set[tuple[str, str, str]] = set()  # parent threads with any grant to this thread
         if share_from_parent_thread_id is not None:
             for (tenant, resource, parent, child_resource, child_thread), (ids, expires_at) in self._grants.items():
                 if (tenant, child_resource, child_thread, parent) == (
                     scope.tenant_id, scope.resource_id, scope.thread_id, share_from_parent_thread_id
-                ):
-                    granting.add((tenant, resource, parent))
-                    if expires_at is None or expires_at > now:
-                        granted.setdefault((tenant, resource, parent), set()).update(ids)
+                ) and (expires_at is None or expires_at > now):
+                    granted.setdefault((tenant, resource, parent), set()).update(ids)
 
         def in_scope(where: tuple[str, str, str], row: _Row) -> bool:
             shared = row.id in granted.get(where, ()) and row.embedding.shape[0] == query.shape[0]
@@ -348,12 +345,11 @@ class MemoryVectorStore(EmulatorRagStore):
                 for where, row in ordered
             ]
         explanation = None
-        if explain:
+        if explain:  # the thread's entries and those live grants name, each at the first gate it fails
             removed: dict[str, int] = {}
-            parent_rows = [(where, row) for where in granting | ({(scope.tenant_id, scope.resource_id, share_from_parent_thread_id)}
-                           if share_from_parent_thread_id is not None else set())
-                           if where != key for row in self._threads.get(where, {}).values()]
-            for where, row in [(key, row) for row in self._threads.get(key, {}).values()] + parent_rows:
+            named = [(where, row) for where, ids in granted.items() if where != key
+                     for row in self._threads.get(where, {}).values() if row.id in ids]
+            for where, row in [(key, row) for row in self._threads.get(key, {}).values()] + named:
                 gate = (
                     "scope" if not in_scope(where, row)
                     else "hold" if row.legal_hold

@@ -70,13 +70,15 @@ $$;
 
 -- Recency of an entry created at p_created_at, at p_now:
 -- 0.5 ^ (max(0, age in ms) / p_half_life_ms), the age exact to the
--- microsecond; 0 once the power would underflow (age over 1074 half-lives).
+-- microsecond; 0 past 1074 half-lives, where the power underflows (tested
+-- as age / 1074 > half-life, which cannot overflow).
 create function {{schema}}.recency_v1(p_now timestamptz, p_created_at timestamptz, p_half_life_ms double precision)
 returns double precision
 language sql immutable parallel safe
-return (select case when v.halvings > 1074 then 0::float8 else power(0.5::float8, v.halvings) end
+return (select case when v.age_ms / 1074 > p_half_life_ms then 0::float8
+                    else power(0.5::float8, v.age_ms / p_half_life_ms) end
         from (select greatest(0::float8, (extract(epoch from (p_now - p_created_at)) * 1000)::float8)
-                     / p_half_life_ms as halvings) as v);
+                     as age_ms) as v);
 
 -- Semantic recall, as recall_v1, plus opt-in composite scoring and explain.
 --
@@ -218,15 +220,12 @@ begin
                         where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
                           and i.thread_id = e.thread_id and i.entry_id = e.id)
     ), gates as (
-      -- Only with p_explain: every entry of the thread (and of the shared
-      -- parent thread), counted at the first gate that removes it.
+      -- Only with p_explain: the thread's entries and the entries live grants
+      -- name (nothing else of another thread), each counted at the first gate
+      -- that removes it.
       select case
                when not (e.resource_id = p_resource_id and e.thread_id = p_thread_id)
-                    and not exists (select 1 from grants g
-                                    where g.resource_id = e.resource_id and g.thread_id = e.thread_id
-                                      and e.id = any(g.source_ids)
-                                      and vector_dims(e.embedding) = vector_dims(p_query_embedding))
-                 then 'scope'
+                    and vector_dims(e.embedding) <> vector_dims(p_query_embedding) then 'scope'
                when e.legal_hold then 'hold'
                when not is_injectable_v1(e.consent_visible, e.consent_revoked_at, false, e.consent_source,
                                          p_require_consent) then 'consent'
@@ -238,13 +237,9 @@ begin
       where p_explain
         and e.tenant_id = p_tenant_id
         and ((e.resource_id = p_resource_id and e.thread_id = p_thread_id)
-             or (p_share_parent_thread_id is not null and e.thread_id = p_share_parent_thread_id
-                 and (e.resource_id = p_resource_id
-                      or exists (select 1 from {{share_grant}} g
-                                 where g.tenant_id = p_tenant_id and g.resource_id = e.resource_id
-                                   and g.parent_thread_id = p_share_parent_thread_id
-                                   and g.child_resource_id = p_resource_id
-                                   and g.child_thread_id = p_thread_id))))
+             or exists (select 1 from grants g
+                        where g.resource_id = e.resource_id and g.thread_id = e.thread_id
+                          and e.id = any(g.source_ids)))
     ), picked as (
       select 'hit'::text as kind,
              (row_number() over (order by h.score desc, h.sequence asc, h.id collate "C" asc,
