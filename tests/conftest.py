@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
@@ -29,6 +30,10 @@ LOCOMO_PATH = Path(
 #: Embedding width pinned in the test template (the hash embedder's dimensions in tests).
 TEST_DIMENSIONS = 64
 TEST_CONFIG = SchemaConfig(dimensions=TEST_DIMENSIONS)
+#: The embedded test server's TimeZone, and the Python process's local zone.
+SESSION_TIMEZONE = "America/St_Johns"
+os.environ["TZ"] = "Asia/Kathmandu"
+time.tzset()
 
 _server = None
 
@@ -48,6 +53,13 @@ def pytest_configure(config: pytest.Config) -> None:
         _server = start_embedded_server(data_dir, keep_running=False)
         info = _server.get_postmaster_info()
         host, port, user, password = str(info.socket_dir), info.port, "postgres", ""
+        # The suite runs with a session TimeZone far from UTC (a half-hour offset with daylight
+        # saving): no result may depend on it (issue: hardening). tests/test_timezones.py adds more zones.
+        import psycopg
+
+        with psycopg.connect(dsn_for(host, port, user, "postgres"), autocommit=True) as conn:
+            conn.execute(f"alter system set timezone = '{SESSION_TIMEZONE}'")
+            conn.execute("select pg_reload_conf()")
     config.option.postgresql_host = host
     config.option.postgresql_port = port
     config.option.postgresql_user = user

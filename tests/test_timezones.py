@@ -55,3 +55,18 @@ def test_the_session_really_runs_in_the_zone(pg_dsn):
     with psycopg.connect(f"{pg_dsn}{separator}options=-c%20TimeZone%3DPacific%2FChatham") as conn:
         assert conn.execute("show timezone").fetchone() == ("Pacific/Chatham",)
         assert conn.execute("select now()").fetchone()[0].utcoffset() != timedelta(0)
+
+
+def test_the_whole_suite_runs_outside_utc(pg_dsn):
+    import os
+    import time
+
+    import psycopg
+
+    from conftest import SESSION_TIMEZONE
+
+    if os.environ.get("PRISM_TEST_POSTGRES_URL"):
+        pytest.skip("an external server keeps its own TimeZone")
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute("show timezone").fetchone() == (SESSION_TIMEZONE,)
+    assert time.localtime().tm_gmtoff == 5 * 3600 + 45 * 60  # Asia/Kathmandu
