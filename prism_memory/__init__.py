@@ -47,7 +47,7 @@ from .postgres import (
     create_postgres_vector_store,
 )
 from .redaction import REDACTED
-from .schema import build_memory_ddl, build_vector_search_ddl
+from .schema import build_memory_ddl, build_vector_search_ddl, grant_app_role
 from .stores import RagVectorStore, VectorStore, WorkingStore
 from .types import (
     AdjacentEntry,
@@ -151,6 +151,7 @@ __all__ = [
     "assert_finite_vector",
     "build_memory_ddl",
     "build_vector_search_ddl",
+    "grant_app_role",
     "create_hash_embedder",
     "create_memory",
     "create_memory_vector_store",
