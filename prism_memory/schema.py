@@ -11,6 +11,7 @@ migrate by hand (seed: "buildMemoryDdl/buildVectorSearchDdl exported").
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -245,15 +246,29 @@ def grant_app_role(dsn: str, role: str, config: SchemaConfig | None = None) -> N
     revokes every table privilege it may hold. The API functions run as their
     owner (SECURITY DEFINER, revision 0004), so the role reads and writes only
     through them. Run it as the schema owner. Raises :class:`InvalidIdentifierError`
-    for a role name that is not a plain identifier.
+    for a role name that is not a plain identifier, or that is ``public`` or a
+    predefined ``pg_*`` role; warns when the functions' owner is a superuser.
     """
     import psycopg
     from psycopg import sql
 
     config = config or SchemaConfig()
     validate_identifier("role", role)
+    if role.lower() == "public" or role.lower().startswith("pg_"):
+        raise InvalidIdentifierError(f"role {role!r} is PUBLIC or a predefined role; name the application's own role")
     schema, grantee = sql.Identifier(config.schema), sql.Identifier(role)
     with psycopg.connect(dsn, autocommit=True) as conn, conn.transaction():
+        owner_is_superuser = conn.execute(
+            "select r.rolsuper from pg_proc p join pg_roles r on r.oid = p.proowner "
+            "where p.pronamespace = (select oid from pg_namespace where nspname = %s) and p.proname = 'recall_v2'",
+            (config.schema,),
+        ).fetchone()
+        if owner_is_superuser and owner_is_superuser[0]:
+            warnings.warn(
+                f"the functions of schema {config.schema!r} are owned by a superuser, so the API functions run as one; "
+                "migrate as a dedicated owner role for production (README, Security)",
+                stacklevel=2,
+            )
         vector_schema = conn.execute("select n.nspname from pg_extension x join pg_namespace n on n.oid = x.extnamespace "
                                      "where x.extname = 'vector'").fetchone()[0]
         conn.execute(sql.SQL("select set_config('search_path', {}, true)").format(

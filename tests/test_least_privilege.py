@@ -34,7 +34,8 @@ def app_dsn(pg_dsn):
     role = f"app_{secrets.token_hex(4)}"
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(f"create role {role} login")
-    grant_app_role(pg_dsn, role, TEST_CONFIG)
+    with pytest.warns(UserWarning, match="superuser"):  # the test install is owned by postgres
+        grant_app_role(pg_dsn, role, TEST_CONFIG)
     yield as_role(pg_dsn, role)
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(f"drop owned by {role}")
@@ -60,21 +61,49 @@ def test_the_app_role_cannot_call_internal_functions(app_dsn, call):
         conn.execute(call)
 
 
-def test_every_api_function_runs_as_its_owner_with_a_pinned_search_path(pg_dsn):
+def test_every_api_function_runs_as_its_owner_and_every_late_parsed_function_pins_its_search_path(pg_dsn):
     with psycopg.connect(pg_dsn) as conn:
         rows = conn.execute(
-            "select p.proname, p.prosecdef, p.proconfig, has_function_privilege('public', p.oid, 'execute') "
-            "from pg_proc p where p.pronamespace = 'prism_memory'::regnamespace").fetchall()
+            "select p.proname, p.prosecdef, p.proconfig, has_function_privilege('public', p.oid, 'execute'), "
+            "l.lanname = 'plpgsql' or p.prosqlbody is null "
+            "from pg_proc p join pg_language l on l.oid = p.prolang "
+            "where p.pronamespace = 'prism_memory'::regnamespace").fetchall()
     api = {name for name, _ in API_FUNCTIONS}
-    for name, definer, config, public in rows:
-        if name == "install_info_v1":
-            assert public and not definer  # reads the catalog only
-            continue
-        assert not public, f"PUBLIC may execute {name}"
-        if name in api:
-            assert definer, f"{name} is not SECURITY DEFINER"
-            [path] = [item for item in config if item.startswith("search_path=")]
-            assert path.endswith("pg_catalog, pg_temp"), path
+    assert api <= {row[0] for row in rows}
+    for name, definer, config, public, parsed_when_run in rows:
+        assert definer == (name in api and name != "install_info_v1"), name
+        assert public == (name == "install_info_v1"), f"PUBLIC may execute {name}"
+        if parsed_when_run:
+            [path] = [item for item in config or [] if item.startswith("search_path=")]
+            assert path.startswith("search_path=pg_catalog, ") and path.endswith(", pg_temp"), (name, path)
+
+
+@pytest.mark.parametrize("role", ["public", "PUBLIC", "pg_read_all_data", 'bad"name', "x; drop table y"])
+def test_grant_app_role_refuses_public_predefined_and_malformed_roles(pg_dsn, role):
+    from prism_memory import InvalidIdentifierError
+
+    with pytest.raises(InvalidIdentifierError):
+        grant_app_role(pg_dsn, role, TEST_CONFIG)
+
+
+def test_temporary_objects_of_the_caller_cannot_hijack_a_function(app_dsn):
+    """A caller's pg_temp types and functions come last in every pinned search_path, never first:
+    none of them may run inside an API function (where it would run as the owner)."""
+    notices = []
+    with psycopg.connect(app_dsn, autocommit=True) as conn:
+        conn.add_notice_handler(lambda diagnostic: notices.append(diagnostic.message_primary))
+        conn.execute("""create function pg_temp.evil(t pg_catalog.text) returns boolean language plpgsql as
+                        $$begin raise notice 'hijacked as %', current_user; return true; end$$""")
+        conn.execute("create domain pg_temp.text as pg_catalog.text check (pg_temp.evil(value))")
+        conn.execute("create function pg_temp.octet_length(t pg_catalog.text) returns integer language sql "
+                     "as 'select pg_temp.evil(t)::integer'")
+        vector = "array_fill(1, array[64])::vector"
+        calls = [f"select count(*) from prism_memory.rag_query_v1('t', 'kb', {vector}, 5, %s::jsonb)",
+                 "select count(*) from prism_memory.rag_lexical_query_v1('t', 'kb', 'x', 5, %s::jsonb)",
+                 f"select count(*) from prism_memory.recall_v2('t', 'r', 'th', {vector}, %s)"]
+        for call in calls:
+            assert conn.execute(call, ('{"a": 1}',)).fetchone() == (0,)
+    assert not [notice for notice in notices if "hijacked" in notice]
 
 
 async def test_the_whole_api_works_through_the_app_role(app_dsn):

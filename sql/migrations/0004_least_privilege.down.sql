@@ -39,6 +39,29 @@ alter function {{schema}}.set_consent_v1(text, text, text, text, boolean, text, 
 alter function {{schema}}.share_with_v1(text, text, text, text, text, text[], timestamptz, timestamptz) security invoker;
 alter function {{schema}}.update_working_v1(text, text, text, jsonb, bigint) security invoker;
 grant execute on all functions in schema {{schema}} to public;
+alter default privileges in schema {{schema}} grant execute on functions to public;
+select pg_catalog.set_config(
+  'search_path',
+  pg_catalog.format('%I, %I, pg_catalog', {{schema_literal}},
+    (select n.nspname from pg_catalog.pg_extension x
+     join pg_catalog.pg_namespace n on n.oid = x.extnamespace
+     where x.extname = 'vector')),
+  false);
+do $$
+declare
+  v_function regprocedure;
+begin
+  for v_function in
+    select p.oid::regprocedure from pg_catalog.pg_proc p
+    join pg_catalog.pg_language l on l.oid = p.prolang
+    where p.pronamespace = (select n.oid from pg_catalog.pg_namespace n where n.nspname = {{schema_literal}})
+      and (l.lanname = 'plpgsql' or (l.lanname = 'sql' and p.prosqlbody is null))
+  loop
+    execute pg_catalog.format('alter function %s set search_path from current', v_function);
+  end loop;
+end;
+$$;
+reset search_path;
 create or replace function {{schema}}.install_info_v1()
 returns table (schema_version integer, table_name text, dimensions integer, vector_schema text)
 language sql stable

@@ -1,10 +1,15 @@
 -- prism-memory schema revision 0004: least privilege.
 --
 -- * The API functions (the ones an application calls) run as their owner
---   (SECURITY DEFINER) with a pinned search_path that ends in pg_temp, so a
---   caller needs only EXECUTE on them: prism_memory.schema.grant_app_role()
---   grants exactly that, and no table privilege.
--- * Nobody but the owner may execute any function of the schema by default
+--   (SECURITY DEFINER), so a caller needs only EXECUTE on them:
+--   prism_memory.schema.grant_app_role() grants exactly that, and no table
+--   privilege.
+-- * Every function whose body is parsed when it runs (PL/pgSQL, and SQL with
+--   a string body) pins search_path to "pg_catalog, <schema>, <pgvector's
+--   schema>, pg_temp": built-ins cannot be shadowed from a schema someone may
+--   write to, and a caller's temporary types or functions come last, never
+--   first. (Functions with an SQL-standard body were resolved when created.)
+-- * Nobody but the owner may execute any function of the schema, now or later
 --   (PostgreSQL grants EXECUTE to PUBLIC otherwise).
 -- * Row-level security on every table, keyed by tenant: a role that is ever
 --   granted direct access to a table (a reporting role, say) sees only the
@@ -16,7 +21,7 @@
 
 select pg_catalog.set_config(
   'search_path',
-  pg_catalog.format('%I, %I, pg_catalog, pg_temp', {{schema_literal}},
+  pg_catalog.format('pg_catalog, %I, %I, pg_temp', {{schema_literal}},
     (select n.nspname from pg_catalog.pg_extension x
      join pg_catalog.pg_namespace n on n.oid = x.extnamespace
      where x.extname = 'vector')),
@@ -32,31 +37,47 @@ as $$
 $$;
 
 revoke execute on all functions in schema {{schema}} from public;
+alter default privileges in schema {{schema}} revoke execute on functions from public;
 grant execute on function {{schema}}.install_info_v1() to public;
 
-alter function {{schema}}.correct_v1(text, text, text, text, text, vector, timestamptz) security definer set search_path from current;
-alter function {{schema}}.count_entries_v1(text, text, text) security definer set search_path from current;
-alter function {{schema}}.get_working_v1(text, text, text) security definer set search_path from current;
-alter function {{schema}}.invalidate_v1(text, text, text, text[], text, timestamptz) security definer set search_path from current;
-alter function {{schema}}.list_entries_v1(text, text, text, bigint, text, integer, boolean) security definer set search_path from current;
-alter function {{schema}}.purge_v1(text, text, text, text[]) security definer set search_path from current;
-alter function {{schema}}.rag_check_source_access_v1(text, text, text, text[], bigint) security definer set search_path from current;
-alter function {{schema}}.rag_delete_v1(text, text, text[], text, bigint) security definer set search_path from current;
-alter function {{schema}}.rag_get_by_source_v1(text, text, text, text, integer, boolean, text, text[], bigint) security definer set search_path from current;
-alter function {{schema}}.rag_get_generation_v1(text, text) security definer set search_path from current;
-alter function {{schema}}.rag_lexical_query_v1(text, text, text, integer, jsonb, boolean, text, text[], bigint) security definer set search_path from current;
-alter function {{schema}}.rag_query_v1(text, text, vector, integer, jsonb, boolean, text, text[], bigint) security definer set search_path from current;
-alter function {{schema}}.rag_set_generation_v1(text, text, bigint) security definer set search_path from current;
-alter function {{schema}}.rag_set_source_access_v1(text, text, text[], text[], bigint) security definer set search_path from current;
-alter function {{schema}}.rag_upsert_v1(text, text, text[], text[], text[], vector[], jsonb[], bigint[], bigint) security definer set search_path from current;
-alter function {{schema}}.recall_v1(text, text, text, vector, text, integer, integer, boolean, text, timestamptz) security definer set search_path from current;
-alter function {{schema}}.recall_v2(text, text, text, vector, text, integer, integer, boolean, text, timestamptz, double precision, double precision, double precision, boolean) security definer set search_path from current;
-alter function {{schema}}.reembed_v1(text, text, text, text[], text[], vector[]) security definer set search_path from current;
-alter function {{schema}}.remember_v1(text, text, text, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz) security definer set search_path from current;
-alter function {{schema}}.retention_candidates_v1(text, text, text, double precision, integer, integer, timestamptz) security definer set search_path from current;
-alter function {{schema}}.set_consent_v1(text, text, text, text, boolean, text, text, timestamptz, timestamptz, timestamptz) security definer set search_path from current;
-alter function {{schema}}.share_with_v1(text, text, text, text, text, text[], timestamptz, timestamptz) security definer set search_path from current;
-alter function {{schema}}.update_working_v1(text, text, text, jsonb, bigint) security definer set search_path from current;
+do $$
+declare
+  v_function regprocedure;
+begin
+  for v_function in
+    select p.oid::regprocedure from pg_catalog.pg_proc p
+    join pg_catalog.pg_language l on l.oid = p.prolang
+    where p.pronamespace = (select n.oid from pg_catalog.pg_namespace n where n.nspname = {{schema_literal}})
+      and (l.lanname = 'plpgsql' or (l.lanname = 'sql' and p.prosqlbody is null))
+  loop
+    execute pg_catalog.format('alter function %s set search_path from current', v_function);
+  end loop;
+end;
+$$;
+
+alter function {{schema}}.correct_v1(text, text, text, text, text, vector, timestamptz) security definer;
+alter function {{schema}}.count_entries_v1(text, text, text) security definer;
+alter function {{schema}}.get_working_v1(text, text, text) security definer;
+alter function {{schema}}.invalidate_v1(text, text, text, text[], text, timestamptz) security definer;
+alter function {{schema}}.list_entries_v1(text, text, text, bigint, text, integer, boolean) security definer;
+alter function {{schema}}.purge_v1(text, text, text, text[]) security definer;
+alter function {{schema}}.rag_check_source_access_v1(text, text, text, text[], bigint) security definer;
+alter function {{schema}}.rag_delete_v1(text, text, text[], text, bigint) security definer;
+alter function {{schema}}.rag_get_by_source_v1(text, text, text, text, integer, boolean, text, text[], bigint) security definer;
+alter function {{schema}}.rag_get_generation_v1(text, text) security definer;
+alter function {{schema}}.rag_lexical_query_v1(text, text, text, integer, jsonb, boolean, text, text[], bigint) security definer;
+alter function {{schema}}.rag_query_v1(text, text, vector, integer, jsonb, boolean, text, text[], bigint) security definer;
+alter function {{schema}}.rag_set_generation_v1(text, text, bigint) security definer;
+alter function {{schema}}.rag_set_source_access_v1(text, text, text[], text[], bigint) security definer;
+alter function {{schema}}.rag_upsert_v1(text, text, text[], text[], text[], vector[], jsonb[], bigint[], bigint) security definer;
+alter function {{schema}}.recall_v1(text, text, text, vector, text, integer, integer, boolean, text, timestamptz) security definer;
+alter function {{schema}}.recall_v2(text, text, text, vector, text, integer, integer, boolean, text, timestamptz, double precision, double precision, double precision, boolean) security definer;
+alter function {{schema}}.reembed_v1(text, text, text, text[], text[], vector[]) security definer;
+alter function {{schema}}.remember_v1(text, text, text, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz) security definer;
+alter function {{schema}}.retention_candidates_v1(text, text, text, double precision, integer, integer, timestamptz) security definer;
+alter function {{schema}}.set_consent_v1(text, text, text, text, boolean, text, text, timestamptz, timestamptz, timestamptz) security definer;
+alter function {{schema}}.share_with_v1(text, text, text, text, text, text[], timestamptz, timestamptz) security definer;
+alter function {{schema}}.update_working_v1(text, text, text, jsonb, bigint) security definer;
 
 alter table {{entries}} enable row level security;
 create policy tenant_isolation on {{entries}}
