@@ -138,13 +138,15 @@ class EmulatorRagStore:
         if expected is not None and width != expected:
             raise DimensionMismatchError(f"embedding has {width} dimensions, expected {expected}")
 
-    def _readable(self, tenant_id: str, chunk: _Chunk, reader: RagAccessConstraint | None) -> bool:
-        """Mirror of the ACL EXISTS of ``rag_where_v1``."""
-        if reader is None:
-            return True
-        version, grants = self._rag.acl.get((tenant_id, chunk.source_id), (0, frozenset()))
+    def _holds_grant(self, tenant_id: str, source_id: str, reader: RagAccessConstraint, access_version: int | None) -> bool:
+        """Mirror of the ACL EXISTS: a grant to the principal or a group, at ``access_version`` or newer."""
+        version, grants = self._rag.acl.get((tenant_id, source_id), (0, frozenset()))
         granted = ("principal", reader.principal_id) in grants or any(("group", group) in grants for group in reader.group_ids)
-        return granted and version >= (chunk.access_version or 0)
+        return granted and version >= (access_version or 0)
+
+    def _readable(self, tenant_id: str, chunk: _Chunk, reader: RagAccessConstraint | None) -> bool:
+        """Mirror of ``rag_where_v1``'s ACL check for one chunk (everything is readable without a reader)."""
+        return reader is None or self._holds_grant(tenant_id, chunk.source_id, reader, chunk.access_version)
 
     def _candidates(
         self,
@@ -351,9 +353,7 @@ class EmulatorRagStore:
             raise InvalidAuthorizationError("check_source_access needs a RagAccessConstraint")
         if access_version is not None:
             check_access_version(access_version)
-        version, grants = self._rag.acl.get((tenant_id, source_id), (0, frozenset()))
-        granted = ("principal", reader.principal_id) in grants or any(("group", group) in grants for group in reader.group_ids)
-        return granted and version >= (access_version or 0)
+        return self._holds_grant(tenant_id, source_id, reader, access_version)
 
     def transaction(self) -> AbstractAsyncContextManager[EmulatorRagStore]:
         """All or nothing: ``async with store.transaction() as tx:`` gives a store whose writes land
