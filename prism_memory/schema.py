@@ -247,7 +247,8 @@ def grant_app_role(dsn: str, role: str, config: SchemaConfig | None = None) -> N
     owner (SECURITY DEFINER, revision 0004), so the role reads and writes only
     through them. Run it as the schema owner. Raises :class:`InvalidIdentifierError`
     for a role name that is not a plain identifier, or that is ``public`` or a
-    predefined ``pg_*`` role; warns when the functions' owner is a superuser.
+    predefined ``pg_*`` role, and :class:`StoreError` when the role does not
+    exist (or the grants fail); warns when the functions' owner is a superuser.
     """
     import psycopg
     from psycopg import sql
@@ -257,7 +258,9 @@ def grant_app_role(dsn: str, role: str, config: SchemaConfig | None = None) -> N
     if role.lower() == "public" or role.lower().startswith("pg_"):
         raise InvalidIdentifierError(f"role {role!r} is PUBLIC or a predefined role; name the application's own role")
     schema, grantee = sql.Identifier(config.schema), sql.Identifier(role)
-    with psycopg.connect(dsn, autocommit=True) as conn, conn.transaction():
+    from .postgres.errors import wrap_exceptions
+
+    with wrap_exceptions(), psycopg.connect(dsn, autocommit=True) as conn, conn.transaction():
         owner_is_superuser = conn.execute(
             "select r.rolsuper from pg_proc p join pg_roles r on r.oid = p.proowner "
             "where p.pronamespace = (select oid from pg_namespace where nspname = %s) and p.proname = 'recall_v2'",

@@ -213,3 +213,12 @@ async def test_row_level_security_keeps_a_directly_granted_role_to_its_tenant(pg
             assert conn.execute("select count(*) from prism_memory.semantic_memory").fetchone() == (2,)
             conn.execute(f"drop owned by {role}")
             conn.execute(f"drop role {role}")
+
+
+async def test_the_app_role_gets_typed_errors_for_migrating_and_a_missing_role(app_dsn, pg_dsn):
+    from prism_memory import StoreError
+
+    with pytest.raises(StoreError, match="skip_migrations"):
+        await create_postgres_memory_stores(app_dsn, dimensions=64)
+    with pytest.warns(UserWarning, match="superuser"), pytest.raises(StoreError):
+        grant_app_role(pg_dsn, "no_such_role", TEST_CONFIG)

@@ -93,3 +93,11 @@ def test_context_example_runs_and_prints_what_its_comments_say(capsys):
         "{'name': 'Ada', 'format': 'detailed'}",
         "['m1']",
     ]
+
+
+def test_conformance_example_runs_and_passes_every_check(capsys):
+    from prism_memory.conformance import CHECKS
+
+    block = README.split("## Conformance suite for adapter authors", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(block, "README conformance example", "exec"), {})
+    assert capsys.readouterr().out.strip() == str(list(CHECKS))

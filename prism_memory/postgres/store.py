@@ -17,7 +17,7 @@ from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from ..errors import SchemaVersionError, StoreError
+from ..errors import PrismMemoryError, SchemaVersionError, StoreError
 from ..explain import explain_hits
 from ..schema import SCHEMA_VERSION, SchemaConfig, migrate
 from ..types import (
@@ -350,7 +350,15 @@ async def _open_pool(
     unpinned request against a pinned install still checks widths in Python).
     """
     if not skip_migrations:
-        await asyncio.to_thread(migrate, connection_string, config)
+        try:
+            await asyncio.to_thread(migrate, connection_string, config)
+        except PrismMemoryError:
+            raise
+        except Exception as exc:  # alembic/SQLAlchemy/psycopg: typed here, the original is __cause__
+            raise StoreError(
+                f"could not migrate schema {config.schema!r}: {exc.__class__.__name__}: {exc}; "
+                "a role that may not run migrations should pass skip_migrations=True"
+            ) from exc
     vector_schema, vector_type, dimensions = await _check_install(connection_string, config)
     config = SchemaConfig(config.schema, config.table, dimensions)
     queries = build_queries(config.schema, vector_schema)
