@@ -19,15 +19,16 @@ from .errors import InvalidIdentifierError, LimitExceededError
 from .lexical import stopwords_sql_literal
 
 #: The schema revision this package's functions need and understand.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: Revisions in order; each has ``NNNN_<name>.sql`` (and ``.down.sql``) files in
 #: sql/migrations, plus ``NNNN_vector_search.sql`` when it touches HNSW indexes.
-REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004")
+REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004", "0005")
 _REVISION_FILES = {
     "0001": "0001_initial",
     "0002": "0002_rag",
     "0003": "0003_scoring",
     "0004": "0004_least_privilege",
+    "0005": "0005_correct",
 }
 
 DEFAULT_SCHEMA = "prism_memory"
@@ -213,6 +214,7 @@ def alembic_config(dsn: str, config: SchemaConfig):
 API_FUNCTIONS: tuple[tuple[str, str], ...] = (
     ("install_info_v1", ""),
     ("correct_v1", "text, text, text, text, text, vector, timestamptz"),
+    ("correct_v2", "text, text, text, text, text, vector, timestamptz"),
     ("count_entries_v1", "text, text, text"),
     ("get_working_v1", "text, text, text"),
     ("invalidate_v1", "text, text, text, text[], text, timestamptz"),

@@ -91,7 +91,8 @@ class VectorStore(Protocol):
     async def correct(
         self, scope: Scope, entry_id: str, text: str, embedding: Sequence[float], now: datetime | None = None
     ) -> tuple[MemoryRecord, list[str]]:
-        """[correct_v1] Replace text and embedding; return the record and the dependents invalidated."""
+        """[correct_v2] Replace text and embedding; return the record and the ids invalidated (dependents, and the
+        entry itself when one of its own sources was among them)."""
         ...
 
     async def retention_candidates(

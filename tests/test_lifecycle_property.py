@@ -206,5 +206,8 @@ async def check_sequence(dsn, ops):
 # Lineage cycles and self-references terminate; forgetting one end invalidates the other.
 @example(ops=[("remember", "a", "apple", None, ["b", "a"]), ("remember", "b", "river", None, ["a"]),
               ("forget", ["a"], False), ("retention", 0)])
+# Correcting an entry in a lineage cycle invalidates its dependent, which is also one of its own sources.
+@example(ops=[("remember", "a", "apple", None, []), ("remember", "c", "apple", None, ["a"]),
+              ("remember", "a", "apple", None, ["a", "c"]), ("correct", "a", "apple")])
 def test_random_lifecycles_match_the_model_on_both_backends(pg_dsn, ops):
     asyncio.run(check_sequence(pg_dsn, ops))

@@ -493,7 +493,8 @@ class MemoryVectorStore(EmulatorRagStore):
     async def correct(
         self, scope: Scope, entry_id: str, text: str, embedding: Sequence[float], now: datetime | None = None
     ) -> tuple[MemoryRecord, list[str]]:
-        """Mirror of ``correct_v1``: invalidate dependents, replace text and embedding, mark the lineage corrected."""
+        """Mirror of ``correct_v2``: invalidate dependents, replace text and embedding, mark the lineage corrected,
+        then re-derive the entry from its sources."""
         key = self._key(scope)
         now = now or _now()
         if not isinstance(text, str) or not text.strip():
@@ -510,6 +511,10 @@ class MemoryVectorStore(EmulatorRagStore):
         lineage = row.metadata.get("_lineage")
         row.metadata["_lineage"] = {**(lineage if isinstance(lineage, dict) else {"sourceIds": []}), "reason": "corrected"}
         row.updated_at = now
+        if entry_id not in self._tombstones.get(key, {}):  # re-derived from its own sources (lineage cycles)
+            self._tombstone_from_sources(key, [entry_id])
+            if entry_id in self._tombstones.get(key, {}):
+                invalidated = [*invalidated, entry_id]
         return row.record(invalidated)
 
     async def retention_candidates(

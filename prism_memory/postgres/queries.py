@@ -108,7 +108,7 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "p_granted_at => %s::timestamptz, p_revoked_at => %s::timestamptz, p_now => %s::timestamptz)"
         ),
         correct=q(
-            f"select {RECORD} from {{s}}.correct_v1("
+            f"select {RECORD} from {{s}}.correct_v2("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, p_entry_id => %s::text, "
             "p_text => %s::text, p_embedding => %s::{vector}, p_now => %s::timestamptz)"
         ),

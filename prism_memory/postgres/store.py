@@ -200,7 +200,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
     async def correct(
         self, scope: Scope, entry_id: str, text: str, embedding: Sequence[float], now: datetime | None = None
     ) -> tuple[MemoryRecord, list[str]]:
-        """One ``correct_v1`` call; returns the updated record and the ids it invalidated."""
+        """One ``correct_v2`` call; returns the updated record and the ids it invalidated."""
         [row] = await self._fetch(
             self.queries.correct,
             (*_scope(scope), entry_id, text, np.asarray(embedding, dtype=np.float32), now or datetime.now(timezone.utc)),
