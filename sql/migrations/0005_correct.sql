@@ -26,9 +26,8 @@ as $$
   where x.extname = 'vector'
 $$;
 
--- Replaces the text and embedding of one entry, invalidates its dependents,
--- then re-derives the entry itself from its sources; returns the record and
--- every id invalidated (the entry last, when it is one of them).
+-- correct_v1, then the corrected entry is re-derived from its sources; returns
+-- the record and every id invalidated (the entry last, when it is one of them).
 create function {{schema}}.correct_v2(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_entry_id text,
   p_text text, p_embedding vector, p_now timestamptz default now())
@@ -37,55 +36,24 @@ language plpgsql volatile
 set search_path from current
 as $$
 declare
-  v_invalidated text[];
+  v_record {{schema}}.entry_record_v1;
 begin
-  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
-  perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
-  if p_text is null or is_blank_v1(p_text) then
-    raise exception 'the corrected text must not be blank' using errcode = 'PM002';
-  end if;
-  if octet_length(p_text) > 67108864 then
-    raise exception 'the corrected text is over the 64 MiB hard cap' using errcode = 'PM006';
-  end if;
-  perform assert_embedding_v1(p_embedding, 'the embedding');
-  perform assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, vector_dims(p_embedding));
-  perform 1 from {{entries}} e
-  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
-    and e.thread_id = p_thread_id and e.id = p_entry_id
-  for update;
-  if not found then
-    raise exception 'no entry % in this thread', p_entry_id using errcode = 'PM011';
-  end if;
-  v_invalidated := array(select x.entry_id
-                         from invalidate_v1(p_tenant_id, p_resource_id, p_thread_id,
-                                            array[p_entry_id], 'corrected', p_now) as x);
-  update {{entries}} e
-  set text = p_text, embedding = p_embedding,
-      metadata = jsonb_set(e.metadata, '{_lineage}',
-                           coalesce(e.metadata -> '_lineage', '{"sourceIds": []}'::jsonb)
-                           || '{"reason": "corrected"}'),
-      updated_at = p_now
-  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
-    and e.thread_id = p_thread_id and e.id = p_entry_id;
-  -- The corrected entry keeps its lineage: if the walk just invalidated one of
-  -- its own sources (a lineage cycle), it is invalid too.
+  -- correct_v1 takes the thread's lock, held until the transaction ends.
+  select * into v_record
+  from correct_v1(p_tenant_id, p_resource_id, p_thread_id, p_entry_id, p_text, p_embedding, p_now);
+  -- The entry keeps its lineage: if the walk just invalidated one of its own
+  -- sources (a lineage cycle), it is invalid too.
   if not exists (select 1 from {{invalidation}} i
                  where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
                    and i.thread_id = p_thread_id and i.entry_id = p_entry_id) then
     perform tombstone_from_sources_v1(p_tenant_id, p_resource_id, p_thread_id, array[p_entry_id], p_now);
     if exists (select 1 from {{invalidation}} i
-                         where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-                           and i.thread_id = p_thread_id and i.entry_id = p_entry_id) then
-      v_invalidated := v_invalidated || p_entry_id;
+               where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                 and i.thread_id = p_thread_id and i.entry_id = p_entry_id) then
+      v_record.invalidated := v_record.invalidated || p_entry_id;
     end if;
   end if;
-  return query
-    select e.id, e.text, e.metadata, e.sequence, e.importance, e.consent_source, e.consent_scope,
-           e.consent_visible, e.consent_granted_at, e.consent_revoked_at, e.legal_hold,
-           e.created_at, e.updated_at, v_invalidated
-    from {{entries}} e
-    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
-      and e.thread_id = p_thread_id and e.id = p_entry_id;
+  return next v_record;
 end;
 $$;
 
