@@ -38,6 +38,7 @@ from .types import (
     RagChunk,
     RecallScoringOptions,
     Scope,
+    check_int_option,
 )
 
 MAX_SCOPE_ID_BYTES = 256
@@ -507,3 +508,61 @@ def check_scoring(scoring: object) -> RecallScoringOptions | None:
     if recency is None and importance is None:
         return None
     return RecallScoringOptions(recency, importance, half_life)
+
+
+# --- Whole RAG calls: the checks both store adapters run first, in the SQL functions' order ------
+
+
+def check_rag_read(
+    tenant_id: object, scope: object, top_k: object, filter: object, authorization: object, generation: object
+) -> tuple[dict[str, Any] | None, RagAccessConstraint | None]:
+    """The checks of a RAG read (``rag_read_generation_v1``); returns the stored filter and the reader."""
+    check_rag_scope(tenant_id, scope)
+    check_generation(generation)
+    check_int_option("top_k", top_k, 1, HARD_CAPS["top_k"])
+    return check_filter(filter), check_authorization(authorization)
+
+
+def check_source_page(source_id: object, after_id: object, limit: object) -> None:
+    """``get_by_source``'s source id, ``after_id`` cursor (an entry id or ``None``) and ``limit`` (1..1000)."""
+    check_source_id(source_id)
+    if after_id is not None:
+        check_shared_ids([after_id])  # type: ignore[list-item]
+    check_int_option("limit", limit, 1, 1000)
+
+
+def check_rag_delete(tenant_id: object, scope: object, ids: object, source_id: object, generation: object) -> None:
+    """``rag_delete_v1``'s checks: at least one criterion, at most 1,000 well-formed ids."""
+    check_rag_scope(tenant_id, scope)
+    check_generation(generation)
+    if ids is None and source_id is None and generation is None:
+        raise InvalidEntryError("delete needs ids, a source_id or a generation")
+    if ids is not None:
+        check_shared_ids(ids)  # type: ignore[arg-type]
+        if len(ids) > MAX_RAG_BATCH:  # type: ignore[arg-type]
+            raise LimitExceededError(f"delete takes at most {MAX_RAG_BATCH} ids per call, got {len(ids)}")  # type: ignore[arg-type]
+    if source_id is not None:
+        check_source_id(source_id)
+
+
+def check_source_grants(
+    tenant_id: object, source_id: object, principal_ids: object, group_ids: object, access_version: object
+) -> tuple[list[str], list[str], int]:
+    """``rag_set_source_access_v1``'s checks (see :func:`check_grants`)."""
+    check_scope_id("tenant_id", tenant_id)
+    check_source_id(source_id)
+    return check_grants(principal_ids, group_ids, access_version)
+
+
+def check_source_reader(
+    tenant_id: object, source_id: object, authorization: object, access_version: object
+) -> RagAccessConstraint:
+    """``rag_check_source_access_v1``'s checks; the reader is required (:class:`InvalidAuthorizationError`)."""
+    check_scope_id("tenant_id", tenant_id)
+    check_source_id(source_id)
+    reader = check_authorization(authorization)
+    if reader is None:
+        raise InvalidAuthorizationError("check_source_access needs a RagAccessConstraint")
+    if access_version is not None:
+        check_access_version(access_version)
+    return reader

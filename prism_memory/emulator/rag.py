@@ -20,26 +20,20 @@ import numpy as np
 from ..errors import (
     AccessVersionConflict,
     DimensionMismatchError,
-    InvalidAuthorizationError,
-    InvalidEntryError,
-    LimitExceededError,
     StoreError,
 )
 from ..lexical import lexical_terms
-from ..types import HARD_CAPS, RagAccessConstraint, RagChunk, RagMatch, StoredChunk, check_int_option
+from ..types import RagAccessConstraint, RagChunk, RagMatch, StoredChunk
 from ..validation import (
-    MAX_RAG_BATCH,
-    check_access_version,
-    check_authorization,
     check_chunks,
-    check_filter,
     check_generation,
-    check_grants,
     check_query_text,
+    check_rag_delete,
+    check_rag_read,
     check_rag_scope,
-    check_scope_id,
-    check_shared_ids,
-    check_source_id,
+    check_source_grants,
+    check_source_page,
+    check_source_reader,
 )
 from .vectors import float32, norm_squared, similarity
 
@@ -158,11 +152,7 @@ class EmulatorRagStore:
         generation: object,
     ) -> tuple[tuple[str, str], int, list[_Chunk], RagAccessConstraint | None]:
         """Mirror of ``rag_read_generation_v1`` plus ``rag_where_v1``: (key, generation, candidates, reader)."""
-        check_rag_scope(tenant_id, scope)
-        check_generation(generation)
-        check_int_option("top_k", top_k, 1, HARD_CAPS["top_k"])
-        wanted = check_filter(filter)
-        reader = check_authorization(authorization)
+        wanted, reader = check_rag_read(tenant_id, scope, top_k, filter, authorization, generation)
         key = (tenant_id, scope)
         read_generation = self._current_generation(key) if generation is None else int(generation)  # type: ignore[arg-type]
         candidates = [
@@ -252,10 +242,7 @@ class EmulatorRagStore:
     ) -> list[StoredChunk]:
         """Mirror of ``rag_get_by_source_v1``."""
         _, _, candidates, _ = self._candidates(tenant_id, scope, 1, None, authorization, generation)
-        check_source_id(source_id)
-        if after_id is not None:
-            check_shared_ids([after_id])
-        check_int_option("limit", limit, 1, 1000)
+        check_source_page(source_id, after_id, limit)
         chosen = sorted(
             (chunk for chunk in candidates if chunk.source_id == source_id and (after_id is None or chunk.id > after_id)),
             key=lambda chunk: chunk.id,
@@ -279,16 +266,7 @@ class EmulatorRagStore:
         generation: int | None = None,
     ) -> int:
         """Mirror of ``rag_delete_v1``: chunks matching every criterion given, in every generation unless one is named."""
-        check_rag_scope(tenant_id, scope)
-        check_generation(generation)
-        if ids is None and source_id is None and generation is None:
-            raise InvalidEntryError("delete needs ids, a source_id or a generation")
-        if ids is not None:
-            check_shared_ids(ids)
-            if len(ids) > MAX_RAG_BATCH:
-                raise LimitExceededError(f"delete takes at most {MAX_RAG_BATCH} ids per call, got {len(ids)}")
-        if source_id is not None:
-            check_source_id(source_id)
+        check_rag_delete(tenant_id, scope, ids, source_id, generation)
         wanted = None if ids is None else set(ids)
         async with self._writing():
             rows = self._rag.chunks.get((tenant_id, scope), {})
@@ -326,9 +304,7 @@ class EmulatorRagStore:
         access_version: int,
     ) -> int:
         """Mirror of ``rag_set_source_access_v1``: replace the source's grants at a version that never goes back."""
-        check_scope_id("tenant_id", tenant_id)
-        check_source_id(source_id)
-        principals, groups, version = check_grants(principal_ids, group_ids, access_version)
+        principals, groups, version = check_source_grants(tenant_id, source_id, principal_ids, group_ids, access_version)
         grants = frozenset([("principal", grantee) for grantee in principals] + [("group", grantee) for grantee in groups])
         async with self._writing():
             stored = self._rag.acl.get((tenant_id, source_id))
@@ -346,13 +322,7 @@ class EmulatorRagStore:
         access_version: int | None = None,
     ) -> bool:
         """Mirror of ``rag_check_source_access_v1``."""
-        check_scope_id("tenant_id", tenant_id)
-        check_source_id(source_id)
-        reader = check_authorization(authorization)
-        if reader is None:
-            raise InvalidAuthorizationError("check_source_access needs a RagAccessConstraint")
-        if access_version is not None:
-            check_access_version(access_version)
+        reader = check_source_reader(tenant_id, source_id, authorization, access_version)
         return self._holds_grant(tenant_id, source_id, reader, access_version)
 
     def transaction(self) -> AbstractAsyncContextManager[EmulatorRagStore]:

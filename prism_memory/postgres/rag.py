@@ -16,22 +16,19 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ..embedding import assert_finite_vector
-from ..errors import InvalidAuthorizationError, InvalidEntryError, LimitExceededError, StoreError
+from ..errors import StoreError
 from ..schema import SchemaConfig
-from ..types import HARD_CAPS, RagAccessConstraint, RagChunk, RagMatch, StoredChunk, check_int_option
+from ..types import RagAccessConstraint, RagChunk, RagMatch, StoredChunk
 from ..validation import (
-    MAX_RAG_BATCH,
-    check_access_version,
-    check_authorization,
     check_chunks,
-    check_filter,
     check_generation,
-    check_grants,
     check_query_text,
+    check_rag_delete,
+    check_rag_read,
     check_rag_scope,
-    check_scope_id,
-    check_shared_ids,
-    check_source_id,
+    check_source_grants,
+    check_source_page,
+    check_source_reader,
 )
 from .errors import translate
 from .queries import Queries
@@ -45,13 +42,12 @@ class PostgresRagStore:
     #: ``(query, params, idempotent=True) -> rows``, provided by the class this is mixed into.
     _fetch: Callable[..., Awaitable[list[tuple[Any, ...]]]]
 
+    @staticmethod
     def _read_args(
-        self, top_k: int, filter: object, authorization: object, generation: object
+        tenant_id: str, scope: str, top_k: int, filter: object, authorization: object, generation: object
     ) -> tuple[Any, ...]:
-        check_generation(generation)
-        check_int_option("top_k", top_k, 1, HARD_CAPS["top_k"])
-        wanted = check_filter(filter)
-        reader = check_authorization(authorization)
+        """Checked (:func:`check_rag_read`) and as ``READ_ARGS`` binds them: filter, acl, principal, groups, generation."""
+        wanted, reader = check_rag_read(tenant_id, scope, top_k, filter, authorization, generation)
         return (
             None if wanted is None else Jsonb(wanted),
             reader is not None,
@@ -95,8 +91,7 @@ class PostgresRagStore:
         generation: int | None = None,
     ) -> list[RagMatch]:
         """``rag_query_v1``."""
-        check_rag_scope(tenant_id, scope)
-        read = self._read_args(top_k, filter, authorization, generation)
+        read = self._read_args(tenant_id, scope, top_k, filter, authorization, generation)
         vector = assert_finite_vector(embedding, "query embedding", self.config.dimensions)
         rows = await self._fetch(
             self.queries.rag_query, (tenant_id, scope, np.asarray(vector, dtype=np.float32), top_k, *read)
@@ -115,8 +110,7 @@ class PostgresRagStore:
         generation: int | None = None,
     ) -> list[RagMatch]:
         """``rag_lexical_query_v1``."""
-        check_rag_scope(tenant_id, scope)
-        read = self._read_args(top_k, filter, authorization, generation)
+        read = self._read_args(tenant_id, scope, top_k, filter, authorization, generation)
         check_query_text(text)
         rows = await self._fetch(self.queries.rag_lexical_query, (tenant_id, scope, text, top_k, *read))
         return [_match(row) for row in rows]
@@ -133,12 +127,8 @@ class PostgresRagStore:
         limit: int = 1000,
     ) -> list[StoredChunk]:
         """``rag_get_by_source_v1``."""
-        check_rag_scope(tenant_id, scope)
-        _, acl, principal, groups, _ = self._read_args(1, None, authorization, generation)
-        check_source_id(source_id)
-        if after_id is not None:
-            check_shared_ids([after_id])
-        check_int_option("limit", limit, 1, 1000)
+        _, acl, principal, groups, _ = self._read_args(tenant_id, scope, 1, None, authorization, generation)
+        check_source_page(source_id, after_id, limit)
         rows = await self._fetch(
             self.queries.rag_get_by_source,
             (tenant_id, scope, source_id, after_id, limit, acl, principal, groups, generation),
@@ -160,16 +150,7 @@ class PostgresRagStore:
         generation: int | None = None,
     ) -> int:
         """``rag_delete_v1``."""
-        check_rag_scope(tenant_id, scope)
-        check_generation(generation)
-        if ids is None and source_id is None and generation is None:
-            raise InvalidEntryError("delete needs ids, a source_id or a generation")
-        if ids is not None:
-            check_shared_ids(ids)
-            if len(ids) > MAX_RAG_BATCH:
-                raise LimitExceededError(f"delete takes at most {MAX_RAG_BATCH} ids per call, got {len(ids)}")
-        if source_id is not None:
-            check_source_id(source_id)
+        check_rag_delete(tenant_id, scope, ids, source_id, generation)
         [(deleted,)] = await self._fetch(
             self.queries.rag_delete,
             (tenant_id, scope, None if ids is None else list(ids), source_id, generation),
@@ -200,9 +181,7 @@ class PostgresRagStore:
         access_version: int,
     ) -> int:
         """``rag_set_source_access_v1``."""
-        check_scope_id("tenant_id", tenant_id)
-        check_source_id(source_id)
-        principals, groups, version = check_grants(principal_ids, group_ids, access_version)
+        principals, groups, version = check_source_grants(tenant_id, source_id, principal_ids, group_ids, access_version)
         [(granted,)] = await self._fetch(
             self.queries.rag_set_source_access, (tenant_id, source_id, principals, groups, version)
         )
@@ -217,13 +196,7 @@ class PostgresRagStore:
         access_version: int | None = None,
     ) -> bool:
         """``rag_check_source_access_v1``."""
-        check_scope_id("tenant_id", tenant_id)
-        check_source_id(source_id)
-        reader = check_authorization(authorization)
-        if reader is None:
-            raise InvalidAuthorizationError("check_source_access needs a RagAccessConstraint")
-        if access_version is not None:
-            check_access_version(access_version)
+        reader = check_source_reader(tenant_id, source_id, authorization, access_version)
         [(allowed,)] = await self._fetch(
             self.queries.rag_check_source_access,
             (tenant_id, source_id, reader.principal_id, list(reader.group_ids), access_version),
