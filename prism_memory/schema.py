@@ -129,6 +129,13 @@ class SchemaConfig:
             "schema_literal": "'" + self.schema + "'",
             "table_literal": "'" + self.table + "'",
             "stopwords": stopwords_sql_literal(),
+            # Since revision 0002, every function created with "set search_path from current"
+            # takes this path: built-ins first, the caller's temporary objects last.
+            "pin_search_path": (
+                "select pg_catalog.set_config('search_path', pg_catalog.format('pg_catalog, %I, %I, pg_temp', "
+                f"'{self.schema}', (select n.nspname from pg_catalog.pg_extension x "
+                "join pg_catalog.pg_namespace n on n.oid = x.extnamespace where x.extname = 'vector')), false);"
+            ),
         }
 
 

@@ -12,13 +12,7 @@
 --
 -- Template rules as in 0001; frozen once released.
 
-select pg_catalog.set_config(
-  'search_path',
-  pg_catalog.format('%I, %I, pg_catalog', {{schema_literal}},
-    (select n.nspname from pg_catalog.pg_extension x
-     join pg_catalog.pg_namespace n on n.oid = x.extnamespace
-     where x.extname = 'vector')),
-  false);
+{{pin_search_path}}
 
 create table {{rag_chunk}} (
   tenant_id      text        not null,

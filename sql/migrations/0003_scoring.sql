@@ -4,13 +4,7 @@
 -- recall_v2 is recall_v1 plus opt-in scoring and explain; recall_v1 stays for
 -- callers that use it. Template rules as in 0001; frozen once released.
 
-select pg_catalog.set_config(
-  'search_path',
-  pg_catalog.format('%I, %I, pg_catalog', {{schema_literal}},
-    (select n.nspname from pg_catalog.pg_extension x
-     join pg_catalog.pg_namespace n on n.oid = x.extnamespace
-     where x.extname = 'vector')),
-  false);
+{{pin_search_path}}
 
 create or replace function {{schema}}.install_info_v1()
 returns table (schema_version integer, table_name text, dimensions integer, vector_schema text)

@@ -19,13 +19,7 @@
 --
 -- Template rules as in 0001; frozen once released.
 
-select pg_catalog.set_config(
-  'search_path',
-  pg_catalog.format('pg_catalog, %I, %I, pg_temp', {{schema_literal}},
-    (select n.nspname from pg_catalog.pg_extension x
-     join pg_catalog.pg_namespace n on n.oid = x.extnamespace
-     where x.extname = 'vector')),
-  false);
+{{pin_search_path}}
 
 create or replace function {{schema}}.install_info_v1()
 returns table (schema_version integer, table_name text, dimensions integer, vector_schema text)
