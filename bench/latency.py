@@ -160,7 +160,7 @@ def plan_uses_scope_index(plan: str) -> bool:
 
 def tombstone_check_uses_index(plan: str) -> bool:
     """True when recall's tombstone anti-join probes the invalidation table's primary key, never a Seq Scan."""
-    index = re.search(rf"(Index|Index Only) Scan using {TABLE}_invalidation_pkey", plan)
+    index = re.search(rf"(Index Scan using|Index Only Scan using|Bitmap Index Scan on) {TABLE}_invalidation_pkey", plan)
     return bool(index) and f"Seq Scan on {TABLE}_invalidation" not in plan
 
 

@@ -19,16 +19,17 @@ from .errors import InvalidIdentifierError, LimitExceededError
 from .lexical import stopwords_sql_literal
 
 #: The schema revision this package's functions need and understand.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: Revisions in order; each has ``NNNN_<name>.sql`` (and ``.down.sql``) files in
 #: sql/migrations, plus ``NNNN_vector_search.sql`` when it touches HNSW indexes.
-REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004", "0005")
+REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004", "0005", "0006")
 _REVISION_FILES = {
     "0001": "0001_initial",
     "0002": "0002_rag",
     "0003": "0003_scoring",
     "0004": "0004_least_privilege",
     "0005": "0005_correct",
+    "0006": "0006_scale",
 }
 
 DEFAULT_SCHEMA = "prism_memory"
@@ -241,6 +242,8 @@ API_FUNCTIONS: tuple[tuple[str, str], ...] = (
                   "double precision, double precision, double precision, boolean"),
     ("reembed_v1", "text, text, text, text[], text[], vector[]"),
     ("remember_v1", "text, text, text, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
+    ("remember_batch_v1",
+     "text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
     ("retention_candidates_v1", "text, text, text, double precision, integer, integer, timestamptz"),
     ("set_consent_v1", "text, text, text, text, boolean, text, text, timestamptz, timestamptz, timestamptz"),
     ("share_with_v1", "text, text, text, text, text, text[], timestamptz, timestamptz"),

@@ -45,6 +45,18 @@ class VectorStore(Protocol):
         """
         ...
 
+    async def remember_batch(
+        self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None
+    ) -> list[tuple[int, list[str]]]:
+        """[remember_batch_v1] Bulk ingest: ``remember`` for many threads of one tenant, all or nothing.
+
+        ``writes`` pairs each thread's scope with its records; every scope
+        names the same tenant and a thread, and no thread appears twice
+        (:class:`InvalidScopeError` otherwise, before anything is written).
+        Returns ``(written, invalidated)`` per item of ``writes``, in its order.
+        """
+        ...
+
     async def recall(
         self,
         scope: Scope,

@@ -319,6 +319,22 @@ def check_records(records: Sequence[EntryRecord]) -> list[dict[str, Any]]:
     return metadata
 
 
+def check_batch_writes(writes: Sequence[tuple[Scope, Sequence[EntryRecord]]]) -> None:
+    """The scope rules of ``remember_batch``: every scope names a thread of one tenant, and no thread twice.
+
+    Raises :class:`InvalidScopeError` (before anything is written); one
+    tenant per call is the Citus rule of docs/scaling.md.
+    """
+    threads: set[tuple[str, str | None]] = set()
+    for scope, _records in writes:
+        check_scope(scope, thread_required=True)
+        if scope.tenant_id != writes[0][0].tenant_id:
+            raise InvalidScopeError("remember_batch: every scope must name the same tenant")
+        if (scope.resource_id, scope.thread_id) in threads:
+            raise InvalidScopeError(f"remember_batch: thread {scope.thread_id!r} of {scope.resource_id!r} appears twice")
+        threads.add((scope.resource_id, scope.thread_id))
+
+
 # --- RAG vector store (seed: "Standalone durable vector store for RAG") ------
 
 #: Chunks per ``upsert`` call and ids per ``delete`` call.

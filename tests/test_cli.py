@@ -195,9 +195,9 @@ def test_jsonl_errors_name_the_line(tmp_path, pg_dsn, capsys):
 def test_migrate_fresh_then_again(server_dsn, capsys):
     dsn = server_dsn("prism_cli_migrate")
     code, out, _ = run(capsys, "migrate", "--dsn", dsn, "--dimensions", "64")
-    assert code == 0 and "migrated schema prism_memory: revision (none) -> 0005" in out
+    assert code == 0 and "migrated schema prism_memory: revision (none) -> 0006" in out
     code, out, _ = run(capsys, "migrate", "--dsn", dsn, "--dimensions", "64")
-    assert code == 0 and "already at revision 0005; nothing to do" in out
+    assert code == 0 and "already at revision 0006; nothing to do" in out
 
 
 def test_python_dash_m_help():

@@ -77,7 +77,7 @@ def test_upgrade_twice_is_a_no_op(server_dsn):
     migrate(dsn, SchemaConfig(dimensions=16))
     assert catalog(dsn, "prism_memory") == first
     with psycopg.connect(dsn) as conn:
-        assert conn.execute("select version_num from prism_memory.alembic_version").fetchall() == [("0005",)]
+        assert conn.execute("select version_num from prism_memory.alembic_version").fetchall() == [("0006",)]
 
 
 def indexes(dsn: str, schema: str) -> list[str]:
@@ -101,7 +101,7 @@ def test_upgrade_from_0001_keeps_entries_and_moves_hnsw_to_the_chunks(server_dsn
     assert "semantic_memory_hnsw_idx" not in after and "semantic_memory_rag_chunk_hnsw_idx" in after
     with psycopg.connect(dsn) as conn:
         assert conn.execute("select id, text from prism_memory.semantic_memory").fetchall() == [("a", "kept across revisions")]
-        assert conn.execute("select schema_version from prism_memory.install_info_v1()").fetchone() == (5,)
+        assert conn.execute("select schema_version from prism_memory.install_info_v1()").fetchone() == (6,)
     downgrade(dsn, config, "0001")
     back = indexes(dsn, "prism_memory")
     assert "semantic_memory_hnsw_idx" in back and "semantic_memory_rag_chunk_hnsw_idx" not in back

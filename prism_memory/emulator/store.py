@@ -16,8 +16,9 @@ Every operation runs without awaiting in between, so it is atomic under asyncio.
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -55,6 +56,7 @@ from ..types import (
 from ..validation import (
     STORE_WORKING_MEMORY_BYTES,
     check_aware,
+    check_batch_writes,
     check_consent_change,
     check_records,
     check_scope,
@@ -172,10 +174,29 @@ class MemoryVectorStore(EmulatorRagStore):
         self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None
     ) -> tuple[int, list[str]]:
         """Mirror of ``remember_v1``: validate, upsert all records, re-derive their tombstones, walk from the invalid ones."""
-        key = self._key(scope)
         if not records:
             return 0, []
+        checked = self._check_write(scope, records)
+        with self._restored_on_error([self._key(scope)]):
+            return await self._write(scope, records, *checked, now or _now())
+
+    async def remember_batch(
+        self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None
+    ) -> list[tuple[int, list[str]]]:
+        """Mirror of ``remember_batch_v1``: every thread checked (in code-point order) before any is written."""
+        check_batch_writes(writes)
+        order = sorted((scope for scope, records in writes if records), key=lambda s: (s.resource_id, s.thread_id))
+        by_scope = dict(writes)
+        checked = {scope: self._check_write(scope, by_scope[scope]) for scope in order}
         now = now or _now()
+        results: dict[Scope, tuple[int, list[str]]] = {}
+        with self._restored_on_error([self._key(scope) for scope in order]):
+            for scope in order:
+                results[scope] = await self._write(scope, by_scope[scope], *checked[scope], now)
+        return [results.get(scope, (0, [])) for scope, _records in writes]
+
+    def _check_write(self, scope: Scope, records: Sequence[EntryRecord]) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
+        """remember_v1's checks, before anything is written: each record's stored metadata and float32 embedding."""
         metadata = check_records(records)
         vectors = [float32(record.embedding, f"embedding of entry {record.id!r}") for record in records]
         if len({vector.shape[0] for vector in vectors}) > 1:
@@ -183,9 +204,29 @@ class MemoryVectorStore(EmulatorRagStore):
         for record in records:
             for moment in (record.consent.granted_at, record.consent.revoked_at) if record.consent else ():
                 check_aware(moment, "consent time")
-        rows = self._threads.setdefault(key, {})
-        self._check_dimensions(rows, vectors[0].shape[0])
+        self._check_dimensions(self._threads.get(self._key(scope), {}), vectors[0].shape[0])
+        return metadata, vectors
 
+    @contextlib.contextmanager
+    def _restored_on_error(self, keys: Sequence[tuple[str, str, str]]) -> Iterator[None]:
+        """All or nothing, as one SQL transaction: on an error, the threads ``keys`` get their rows and tombstones back.
+
+        Writes replace rows rather than change them, so shallow copies suffice.
+        """
+        saved = [(key, dict(self._threads.get(key, {})), dict(self._tombstones.get(key, {}))) for key in keys]
+        try:
+            yield
+        except BaseException:
+            for key, rows, tombstones in saved:
+                self._threads[key], self._tombstones[key] = rows, tombstones
+            raise
+
+    async def _write(
+        self, scope: Scope, records: Sequence[EntryRecord], metadata: list[dict[str, Any]], vectors: list[np.ndarray],
+        now: datetime,
+    ) -> tuple[int, list[str]]:
+        key = self._key(scope)
+        rows = self._threads.setdefault(key, {})
         tombstones = self._tombstones.setdefault(key, {})
         max_sequence = max(
             [0, *(row.sequence for row in rows.values()), *(seq for _, seq in tombstones.values() if seq is not None)]

@@ -18,6 +18,7 @@ class Queries:
     get_working: sql.Composed
     update_working: sql.Composed
     remember: sql.Composed
+    remember_batch: sql.Composed
     recall: sql.Composed
     invalidate: sql.Composed
     purge: sql.Composed
@@ -78,7 +79,14 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
         remember=q(
             "select written, invalidated from {s}.remember_v1("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
-            "p_ids => %s::text[], p_texts => %s::text[], p_embeddings => %s::{vector}[], "
+            "p_ids => %s::text[], p_texts => %s::text[], p_embeddings => %b::{vector}[], "
+            "p_metadata => %s::jsonb[], p_sequences => %s::bigint[], p_importance => %s::float8[], "
+            "p_consent => %s::jsonb[], p_now => %s::timestamptz)"
+        ),
+        remember_batch=q(
+            "select resource_id, thread_id, written, invalidated from {s}.remember_batch_v1("
+            "p_tenant_id => %s::text, p_resource_ids => %s::text[], p_thread_ids => %s::text[], "
+            "p_ids => %s::text[], p_texts => %s::text[], p_embeddings => %b::{vector}[], "
             "p_metadata => %s::jsonb[], p_sequences => %s::bigint[], p_importance => %s::float8[], "
             "p_consent => %s::jsonb[], p_now => %s::timestamptz)"
         ),
@@ -86,7 +94,7 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "select kind, rank, resource_id, thread_id, id, text, metadata, sequence, importance, "
             "similarity, lexical, recency, score from {s}.recall_v2("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
-            "p_query_embedding => %s::{vector}, p_query_text => %s::text, "
+            "p_query_embedding => %b::{vector}, p_query_text => %s::text, "
             "p_top_k => %s::integer, p_message_range => %s::integer, p_require_consent => %s::boolean, "
             "p_share_parent_thread_id => %s::text, p_now => %s::timestamptz, "
             "p_recency_weight => %s::float8, p_importance_weight => %s::float8, p_half_life_ms => %s::float8, "
@@ -110,7 +118,7 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
         correct=q(
             f"select {RECORD} from {{s}}.correct_v2("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, p_entry_id => %s::text, "
-            "p_text => %s::text, p_embedding => %s::{vector}, p_now => %s::timestamptz)"
+            "p_text => %s::text, p_embedding => %b::{vector}, p_now => %s::timestamptz)"
         ),
         retention_candidates=q(
             "select entry_id, held from {s}.retention_candidates_v1("
@@ -130,7 +138,7 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
         reembed=q(
             "select {s}.reembed_v1("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
-            "p_ids => %s::text[], p_texts => %s::text[], p_embeddings => %s::{vector}[])"
+            "p_ids => %s::text[], p_texts => %s::text[], p_embeddings => %b::{vector}[])"
         ),
         share_with=q(
             "select {s}.share_with_v1("
@@ -141,12 +149,12 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
         rag_upsert=q(
             "select {s}.rag_upsert_v1(p_tenant_id => %s::text, p_scope => %s::text, "
             "p_ids => %s::text[], p_source_ids => %s::text[], p_texts => %s::text[], "
-            "p_embeddings => %s::{vector}[], p_metadata => %s::jsonb[], p_access_versions => %s::bigint[], "
+            "p_embeddings => %b::{vector}[], p_metadata => %s::jsonb[], p_access_versions => %s::bigint[], "
             "p_generation => %s::bigint)"
         ),
         rag_query=q(
             f"select {MATCH} from {{s}}.rag_query_v1(p_tenant_id => %s::text, p_scope => %s::text, "
-            f"p_embedding => %s::{{vector}}, p_top_k => %s::integer, {READ_ARGS}"
+            f"p_embedding => %b::{{vector}}, p_top_k => %s::integer, {READ_ARGS}"
         ),
         rag_lexical_query=q(
             f"select {MATCH} from {{s}}.rag_lexical_query_v1(p_tenant_id => %s::text, p_scope => %s::text, "

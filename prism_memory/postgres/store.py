@@ -32,7 +32,7 @@ from ..types import (
     Scope,
     WorkingMemoryRecord,
 )
-from ..validation import check_scoring
+from ..validation import check_batch_writes, check_scoring
 from .errors import translate, wrap_exceptions
 from .queries import Queries, build_queries, install_info_query
 from .rag import PostgresRagStore, PostgresRagTransaction, pooled_transaction
@@ -88,20 +88,31 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
     ) -> tuple[int, list[str]]:
         """One ``remember_v1`` call: the batch is written in one transaction or not at all."""
         [(written, invalidated)] = await self._fetch(
-            self.queries.remember,
+            self.queries.remember, (*_scope(scope), *_entry_arrays(records), now or datetime.now(timezone.utc))
+        )
+        return int(written), list(invalidated)
+
+    async def remember_batch(
+        self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None
+    ) -> list[tuple[int, list[str]]]:
+        """One ``remember_batch_v1`` call for all of ``writes`` (one tenant); each thread's rows go contiguously."""
+        check_batch_writes(writes)
+        records = [record for _scope_, batch in writes for record in batch]
+        if not records:
+            return [(0, []) for _ in writes]
+        rows = await self._fetch(
+            self.queries.remember_batch,
             (
-                *_scope(scope),
-                [record.id for record in records],
-                [record.text for record in records],
-                [np.asarray(record.embedding, dtype=np.float32) for record in records],
-                [Jsonb(record.metadata) for record in records],
-                [record.sequence for record in records],
-                [None if record.importance is None else float(record.importance) for record in records],
-                [None if record.consent is None else Jsonb(_consent_json(record.consent)) for record in records],
+                writes[0][0].tenant_id,
+                [scope.resource_id for scope, batch in writes for _ in batch],
+                [scope.thread_id for scope, batch in writes for _ in batch],
+                *_entry_arrays(records),
                 now or datetime.now(timezone.utc),
             ),
         )
-        return int(written), list(invalidated)
+        by_thread = {(resource_id, thread_id): (int(written), list(invalidated))
+                     for resource_id, thread_id, written, invalidated in rows}
+        return [by_thread.get((scope.resource_id, scope.thread_id), (0, [])) for scope, _batch in writes]
 
     async def recall(
         self,
@@ -249,6 +260,20 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
 
 def _scope(scope: Scope) -> tuple[str, str, str | None]:
     return (scope.tenant_id, scope.resource_id, scope.thread_id)
+
+
+def _entry_arrays(records: Sequence[EntryRecord]) -> tuple[list[Any], ...]:
+    """The parallel arrays remember_v1 / remember_batch_v1 take: ids, texts, embeddings (sent binary), metadata,
+    sequences, importance, consent."""
+    return (
+        [record.id for record in records],
+        [record.text for record in records],
+        [np.asarray(record.embedding, dtype=np.float32) for record in records],
+        [Jsonb(record.metadata) for record in records],
+        [record.sequence for record in records],
+        [None if record.importance is None else float(record.importance) for record in records],
+        [None if record.consent is None else Jsonb(_consent_json(record.consent)) for record in records],
+    )
 
 
 def _consent_json(consent: MemoryConsent) -> dict[str, Any]:

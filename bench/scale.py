@@ -1,0 +1,301 @@
+"""Scale benchmark (issue 7): batched ingest and exact scoped recall on the synthetic corpus.
+
+Loads ``bench/corpus.py``'s corpus (default 1,000,000 entries of 384
+dimensions over 10,000 tenants, threads of 10 to 5,000 entries) with
+``PostgresVectorStore.remember_batch``: one ``remember_batch_v1`` call per
+batch of about ``--batch`` entries of one tenant, embeddings sent in binary.
+Only the store calls are timed (generating the corpus, the "embedding", is
+not). Then half of the invalid entries are tombstoned (the other half were
+written with revoked consent), the tables are vacuumed and analyzed, and
+``--queries`` scoped top-10 recalls run against threads drawn uniformly at
+random (the largest thread always among them), timed from the client. Each
+answer is compared with a brute-force numpy ranking of the thread's valid
+entries (similarity + 0.25 x lexical), so ``exact`` says whether every
+answer was the true top 10.
+
+    .venv/bin/python bench/scale.py                      # the full 1M run (about 10 minutes here)
+    .venv/bin/python bench/scale.py --entries 20000      # the CI smoke size
+
+``per_row_us`` is the slope of latency against thread size (least squares
+over all timed queries): what one more row in the scanned thread costs.
+``membw_floor_us_per_row`` is the time to stream one stored row (its heap
+bytes) at this machine's measured memory bandwidth: the floor of any exact
+scan. ``rss_mb_peak`` is this process's peak RSS; ``server_pss_mb_peak`` the
+server's peak proportional set size (all its processes), both sampled during
+ingest. The last stdout line is one JSON object; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psycopg
+from prism_memory import create_postgres_memory_stores
+from prism_memory.lexical import lexical_terms
+from psycopg import sql
+
+from _common import emit, local_postgres, log, scratch_schema
+from corpus import CorpusSpec, Thread, thread_entries, thread_topic, threads
+from corpus import tenant_batches as corpus_batches
+
+TABLE = "semantic_memory"
+TOP_K = 10
+LEXICAL_WEIGHT = 0.25
+
+
+class ServerMemory:
+    """Samples the summed PSS (MiB) of the server's processes every ``interval`` seconds; keeps the peak."""
+
+    def __init__(self, postmaster_pid: int, interval: float = 0.5) -> None:
+        self.pid, self.interval, self.peak_mb = postmaster_pid, interval, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _pids(self) -> list[int]:
+        pids = [self.pid]
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == self.pid:
+                    pids.append(int(stat.parent.name))
+            except (OSError, ValueError, IndexError):
+                continue
+        return pids
+
+    def sample(self) -> float:
+        total_kb = 0
+        for pid in self._pids():
+            try:
+                for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                    if line.startswith("Pss:"):
+                        total_kb += int(line.split()[1])
+            except OSError:
+                continue
+        self.peak_mb = max(self.peak_mb, total_kb / 1024)
+        return total_kb / 1024
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def __enter__(self) -> ServerMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def rss_mb_peak() -> float:
+    """This process's peak resident set size in MiB (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def memory_bandwidth_gb_s() -> float:
+    """Single-core copy bandwidth (GB/s, bytes read) of a 512 MiB array; the best of three."""
+    source = np.ones(64 * 2**20, dtype=np.float64)
+    target = np.empty_like(source)
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        np.copyto(target, source)
+        best = min(best, time.perf_counter() - started)
+    return source.nbytes / best / 1e9
+
+
+async def ingest(stores, spec: CorpusSpec, batch: int) -> tuple[float, int, int, dict[int, list[str]]]:
+    """Write the corpus; returns (seconds in store calls, entries, calls, tombstone ids to write per thread)."""
+    seconds, entries, calls = 0.0, 0, 0
+    tombstoned: dict[int, list[str]] = {}
+    report = time.perf_counter()
+    for writes in corpus_batches(spec, batch):
+        for thread, rows in writes:
+            ids = {record.id for record in rows.records}
+            tombstoned.setdefault(thread.index, []).extend(sorted(ids & rows.tombstoned))
+        started = time.perf_counter()
+        await stores.vector_store.remember_batch([(thread.scope, rows.records) for thread, rows in writes])
+        seconds += time.perf_counter() - started
+        calls += 1
+        entries += sum(len(rows.records) for _, rows in writes)
+        if time.perf_counter() - report > 10:
+            report = time.perf_counter()
+            log(f"  {entries:,} / {spec.entries:,} entries, {entries / seconds:,.0f} entries/s in store calls")
+    return seconds, entries, calls, tombstoned
+
+
+async def tombstone(stores, by_index: dict[int, Thread], tombstoned: dict[int, list[str]]) -> int:
+    """Invalidate (reason 'revoked') the entries the corpus marks for tombstoning; returns how many."""
+    count = 0
+    for index, ids in tombstoned.items():
+        for start in range(0, len(ids), 64):
+            await stores.vector_store.invalidate(by_index[index].scope, ids[start : start + 64], "revoked")
+        count += len(ids)
+    return count
+
+
+def brute_force(entries, query: np.ndarray, query_text: str) -> tuple[list[str], np.ndarray]:
+    """The true ranking of a thread's valid entries: ids by (score desc, sequence asc), and their scores."""
+    terms = set(lexical_terms(query_text))
+    valid = [n for n, record in enumerate(entries.records)
+             if record.id not in entries.revoked and record.id not in entries.tombstoned]
+    similarity = entries.embeddings[valid].astype(np.float64) @ query.astype(np.float64)
+    lexical = np.asarray([
+        len(terms & set(lexical_terms(entries.records[n].text))) / len(terms) if terms else 0.0 for n in valid
+    ])
+    scores = similarity + LEXICAL_WEIGHT * lexical
+    order = sorted(range(len(valid)), key=lambda i: (-scores[i], valid[i]))
+    return [entries.records[valid[i]].id for i in order], scores[order]
+
+
+def is_exact(returned: list[str], truth: list[str], truth_scores: np.ndarray, k: int) -> bool:
+    """True when ``returned`` is the true top ``k``, allowing swaps among entries whose scores tie within 1e-6
+    (pgvector sums in float32)."""
+    if len(returned) != min(k, len(truth)):
+        return False
+    if not returned:
+        return True
+    cutoff = truth_scores[len(returned) - 1]
+    allowed = {entry_id for entry_id, score in zip(truth, truth_scores) if score >= cutoff - 1e-6}
+    required = {entry_id for entry_id, score in zip(truth, truth_scores) if score > cutoff + 1e-6}
+    return required <= set(returned) <= allowed
+
+
+def make_queries(spec: CorpusSpec, all_threads: list[Thread], count: int, seed: int):
+    """``count`` (thread, query embedding, query text) triples; threads uniform at random plus the largest one."""
+    rng = np.random.default_rng([seed, 3])
+    largest = max(all_threads, key=lambda thread: thread.size)
+    picked = [largest] * max(1, count // 50) + [all_threads[i] for i in rng.integers(0, len(all_threads), count)]
+    rng.shuffle(picked)
+    queries = []
+    for thread in picked[:count]:
+        centroid, vocabulary = thread_topic(spec, thread.index)
+        vector = centroid + 0.8 * rng.standard_normal(spec.dimensions).astype(np.float32) / np.sqrt(spec.dimensions)
+        text = " ".join(vocabulary[i] for i in rng.choice(len(vocabulary), size=3, replace=False))
+        queries.append((thread, (vector / np.linalg.norm(vector)).astype(np.float32), text))
+    return queries
+
+
+def explain_largest(dsn: str, schema: str, thread: Thread, query: np.ndarray, text: str) -> str:
+    """EXPLAIN (ANALYZE, BUFFERS) of recall_v2's inner statements on ``thread``, via auto_explain."""
+    notices: list[str] = []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+        for statement in ("load 'auto_explain'", "set auto_explain.log_min_duration = 0",
+                          "set auto_explain.log_nested_statements = on", "set auto_explain.log_analyze = on",
+                          "set auto_explain.log_buffers = on", "set auto_explain.log_level = 'notice'",
+                          "set client_min_messages = 'notice'"):
+            conn.execute(statement)
+        conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+        for _ in range(6):  # PL/pgSQL settles on its generic plan after five executions
+            notices.clear()
+            conn.execute(
+                sql.SQL("select * from {}.recall_v2(%s, %s, %s, %s, %s, %s, 0)").format(sql.Identifier(schema)),
+                (thread.scope.tenant_id, thread.scope.resource_id, thread.scope.thread_id, query, text, TOP_K),
+            ).fetchall()
+    return "\n\n".join(notice for notice in notices if TABLE in notice)
+
+
+async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
+    spec = CorpusSpec(entries=args.entries, tenants=args.tenants or max(1, args.entries // 100), seed=args.seed)
+    all_threads = threads(spec)
+    by_index = {thread.index: thread for thread in all_threads}
+    log(f"corpus: {spec.entries:,} entries, {spec.tenants:,} tenants, {len(all_threads):,} threads, "
+        f"{spec.dimensions} dims")
+    stores = await create_postgres_memory_stores(dsn, schema=schema, dimensions=spec.dimensions)
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            postmaster_pid = int(Path(conn.execute("show data_directory").fetchone()[0], "postmaster.pid")
+                                 .read_text().split()[0])
+        with ServerMemory(postmaster_pid) as server_memory:
+            seconds, entries, calls, tombstoned = await ingest(stores, spec, args.batch)
+        log(f"ingest: {entries / seconds:,.0f} entries/s ({seconds:.1f} s in {calls:,} remember_batch calls)")
+        started = time.perf_counter()
+        count = await tombstone(stores, by_index, tombstoned)
+        log(f"tombstoned {count:,} entries in {time.perf_counter() - started:.1f} s")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for table in (TABLE, f"{TABLE}_invalidation"):
+                conn.execute(sql.SQL("vacuum (analyze) {}.{}").format(sql.Identifier(schema), sql.Identifier(table)))
+            table_bytes = conn.execute(
+                sql.SQL("select pg_table_size({})").format(sql.Literal(f"{schema}.{TABLE}"))).fetchone()[0]
+
+        queries = make_queries(spec, all_threads, args.warmup + args.queries, args.seed)
+        cache: dict[int, object] = {}
+        latencies, sizes, exact = [], [], True
+        log(f"timing {args.queries:,} scoped top-{TOP_K} recalls after {args.warmup} warm-up calls")
+        for n, (thread, vector, text) in enumerate(queries):
+            started = time.perf_counter()
+            result = await stores.vector_store.recall(thread.scope, vector, text, TOP_K, 0)
+            elapsed = (time.perf_counter() - started) * 1000
+            if n < args.warmup:
+                continue
+            latencies.append(elapsed)
+            sizes.append(thread.size)
+            if thread.index not in cache:
+                cache[thread.index] = thread_entries(spec, thread)
+            truth = brute_force(cache[thread.index], vector, text)
+            if not is_exact([hit.id for hit in result.hits], truth[0], truth[1], TOP_K):
+                exact = False
+                log(f"  not exact: thread {thread.index} ({thread.size} entries), query {text!r}")
+        largest = max(all_threads, key=lambda thread: thread.size)
+        plan = explain_largest(dsn, schema, largest, queries[0][1], queries[0][2])
+    finally:
+        await stores.close()
+
+    latencies_ms, sizes_arr = np.asarray(latencies), np.asarray(sizes)
+    slope_ms_per_row = float(np.polyfit(sizes_arr, latencies_ms, 1)[0])
+    bandwidth = memory_bandwidth_gb_s()
+    bytes_per_row = table_bytes / entries
+    p50, p99 = np.percentile(latencies_ms, [50, 99])
+    largest_ms = latencies_ms[sizes_arr == largest.size]
+    log(f"recall on the largest thread ({largest.size:,} entries), plan:\n{plan}")
+    log(f"recall p50 {p50:.2f} ms, p99 {p99:.2f} ms; largest thread p50 {np.percentile(largest_ms, 50):.2f} ms")
+    return {
+        "ingest_entries_per_s": round(entries / seconds, 1),
+        "scoped_recall_p50_ms": round(float(p50), 3),
+        "scoped_recall_p99_ms": round(float(p99), 3),
+        "exact": exact,
+        "per_row_us": round(slope_ms_per_row * 1000, 3),
+        "rss_mb_peak": round(rss_mb_peak(), 1),
+        "server_pss_mb_peak": round(server_memory.peak_mb, 1),
+        "largest_thread_entries": largest.size,
+        "largest_thread_recall_p50_ms": round(float(np.percentile(largest_ms, 50)), 3),
+        "largest_thread_recall_p99_ms": round(float(np.percentile(largest_ms, 99)), 3),
+        "membw_gb_s": round(bandwidth, 2),
+        "bytes_per_row": round(bytes_per_row, 1),
+        "membw_floor_us_per_row": round(bytes_per_row / (bandwidth * 1e3), 4),
+        "entries": entries,
+        "tenants": spec.tenants,
+        "threads": len(all_threads),
+        "tombstoned": count,
+        "remember_batch_calls": calls,
+        "queries": len(latencies),
+        "top_k": TOP_K,
+        "dimensions": spec.dimensions,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dsn", help="local postgresql:// URL (default: a throw-away embedded server)")
+    parser.add_argument("--entries", type=int, default=CorpusSpec.entries)
+    parser.add_argument("--tenants", type=int, default=None, help="default: entries / 100")
+    parser.add_argument("--batch", type=int, default=1000, help="entries per remember_batch call (default 1000)")
+    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--queries", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=CorpusSpec.seed)
+    args = parser.parse_args()
+    with local_postgres(args.dsn) as dsn, scratch_schema(dsn, "bench_scale") as schema:
+        result = asyncio.run(run(args, dsn, schema))
+    emit(result)
+
+
+if __name__ == "__main__":
+    main()
