@@ -101,3 +101,9 @@ def test_conformance_example_runs_and_passes_every_check(capsys):
     block = README.split("## Conformance suite for adapter authors", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(block, "README conformance example", "exec"), {})
     assert capsys.readouterr().out.strip() == str(list(CHECKS))
+
+
+def test_bulk_ingest_example_runs_and_prints_what_its_comment_says(capsys):
+    block = README.split("### Bulk ingest", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(block, "README bulk ingest example", "exec"), {"__name__": "readme"})
+    assert capsys.readouterr().out.splitlines() == ["[(1, []), (2, [])]"]

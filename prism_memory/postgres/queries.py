@@ -78,17 +78,17 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
         ),
         remember=q(
             "select written, invalidated from {s}.remember_v1("
-            "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
-            "p_ids => %s::text[], p_texts => %s::text[], p_embeddings => %b::{vector}[], "
-            "p_metadata => %s::jsonb[], p_sequences => %s::bigint[], p_importance => %s::float8[], "
-            "p_consent => %s::jsonb[], p_now => %s::timestamptz)"
+            "p_tenant_id => %b::text, p_resource_id => %b::text, p_thread_id => %b::text, "
+            "p_ids => %b::text[], p_texts => %b::text[], p_embeddings => %b::{vector}[], "
+            "p_metadata => %b::jsonb[], p_sequences => %b::bigint[], p_importance => %b::float8[], "
+            "p_consent => %b::jsonb[], p_now => %b::timestamptz)"
         ),
         remember_batch=q(
             "select resource_id, thread_id, written, invalidated from {s}.remember_batch_v1("
-            "p_tenant_id => %s::text, p_resource_ids => %s::text[], p_thread_ids => %s::text[], "
-            "p_ids => %s::text[], p_texts => %s::text[], p_embeddings => %b::{vector}[], "
-            "p_metadata => %s::jsonb[], p_sequences => %s::bigint[], p_importance => %s::float8[], "
-            "p_consent => %s::jsonb[], p_now => %s::timestamptz)"
+            "p_tenant_id => %b::text, p_resource_ids => %b::text[], p_thread_ids => %b::text[], "
+            "p_ids => %b::text[], p_texts => %b::text[], p_embeddings => %b::{vector}[], "
+            "p_metadata => %b::jsonb[], p_sequences => %b::bigint[], p_importance => %b::float8[], "
+            "p_consent => %b::jsonb[], p_now => %b::timestamptz)"
         ),
         recall=q(
             "select kind, rank, resource_id, thread_id, id, text, metadata, sequence, importance, "

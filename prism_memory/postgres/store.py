@@ -262,17 +262,22 @@ def _scope(scope: Scope) -> tuple[str, str, str | None]:
     return (scope.tenant_id, scope.resource_id, scope.thread_id)
 
 
-def _entry_arrays(records: Sequence[EntryRecord]) -> tuple[list[Any], ...]:
-    """The parallel arrays remember_v1 / remember_batch_v1 take: ids, texts, embeddings (sent binary), metadata,
-    sequences, importance, consent."""
+def _entry_arrays(records: Sequence[EntryRecord]) -> tuple[list[Any] | None, ...]:
+    """The parallel arrays remember_v1 / remember_batch_v1 take, ready to send in binary: ids, texts,
+    embeddings, metadata, sequences, importance, consent. An optional column that is absent for every
+    record is sent as one NULL array (which the functions read as absent for each entry)."""
+
+    def optional(values: list[Any]) -> list[Any] | None:
+        return None if all(value is None for value in values) else values
+
     return (
         [record.id for record in records],
         [record.text for record in records],
         [np.asarray(record.embedding, dtype=np.float32) for record in records],
         [Jsonb(record.metadata) for record in records],
-        [record.sequence for record in records],
-        [None if record.importance is None else float(record.importance) for record in records],
-        [None if record.consent is None else Jsonb(_consent_json(record.consent)) for record in records],
+        optional([record.sequence for record in records]),
+        optional([None if record.importance is None else float(record.importance) for record in records]),
+        optional([None if record.consent is None else Jsonb(_consent_json(record.consent)) for record in records]),
     )
 
 
