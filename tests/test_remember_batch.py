@@ -155,3 +155,8 @@ def test_sql_callers_must_send_a_threads_rows_together(pg_dsn):
             "array['r','r','q'], array['a','a','b'], array['e1','e2','e3'], array['x','y','z'], %s::vector[])",
             (embeddings,)).fetchall()
         assert rows == [("q", "b", 1), ("r", "a", 2)]
+        with pytest.raises(psycopg.Error) as raised:  # one text too many: refused, not ignored
+            conn.execute(
+                "select * from prism_memory.remember_batch_v1('t1', array['r','r','r'], array['a','a','a'], "
+                "array['e4','e5','e6'], array['x','y','z','w'], %s::vector[])", (embeddings,))
+        assert raised.value.sqlstate == "PM002" and "differ in length" in str(raised.value)

@@ -97,7 +97,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
     ) -> list[tuple[int, list[str]]]:
         """One ``remember_batch_v1`` call for all of ``writes`` (one tenant); each thread's rows go contiguously."""
         check_batch_writes(writes)
-        records = [record for _scope_, batch in writes for record in batch]
+        records = [record for _, batch in writes for record in batch]
         if not records:
             return [(0, []) for _ in writes]
         rows = await self._fetch(
