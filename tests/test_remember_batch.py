@@ -1,5 +1,6 @@
 """Bulk ingest (issue 7): remember_batch writes many threads of one tenant in one call, all or nothing."""
 
+import asyncio
 from datetime import datetime, timezone
 
 import numpy as np
@@ -107,6 +108,38 @@ async def test_a_failing_thread_leaves_every_thread_of_the_batch_unwritten(backe
     assert (written_a, after, root_consent) == (0, before, None)
 
 
+async def test_with_two_bad_threads_both_backends_raise_the_first_one_sql_meets(backends):
+    async def scenario(backend):
+        store = backend.vector_store
+        chain = [record("c0", 1)] + [
+            record(f"c{n}", 1 + n, metadata={"_lineage": {"sourceIds": [f"c{n - 1}"]}}) for n in range(1, 12)]
+        await store.remember(THREAD_A, chain, now=NOW)
+        revoked = MemoryConsent("user", "thread", False, None, None)
+        bad_width = EntryRecord("x", "wrong width", [0.5] * (TEST_DIMENSIONS + 1), {}, None, None)
+        try:
+            # thread-a (first in code-point order) fails in its lineage walk (depth over 8), thread-b its check.
+            await store.remember_batch([(THREAD_B, [bad_width]), (THREAD_A, [record("c0", 1, consent=revoked)])],
+                                       now=NOW)
+        except Exception as exc:
+            return type(exc).__name__, await store.count_by_thread(THREAD_B)
+        return None, await store.count_by_thread(THREAD_B)
+
+    assert await backends.run(scenario) == ["LineageLimitError", 0]
+
+
+async def test_batches_whose_threads_share_a_lock_key_do_not_deadlock(backends):
+    """U+001F is the lock key's separator: these pairs of threads share an advisory lock, and the two batches
+    list them in opposite (resource, thread) orders."""
+    store = backends.postgres.vector_store
+    first = [Scope("t1", "r\x1fa", "b"), Scope("t1", "r\x1fa\x1fa", "x")]
+    second = [Scope("t1", "r", "a\x1fb"), Scope("t1", "r", "a\x1fa\x1fx")]
+    rows = [record(f"m{n}", n) for n in range(300)]
+    outcomes = await asyncio.gather(store.remember_batch([(scope, rows) for scope in first], now=NOW),
+                                    store.remember_batch([(scope, rows) for scope in second], now=NOW),
+                                    return_exceptions=True)
+    assert outcomes == [[(300, []), (300, [])], [(300, []), (300, [])]]
+
+
 @pytest.mark.parametrize(
     "bad_writes",
     [
@@ -160,3 +193,15 @@ def test_sql_callers_must_send_a_threads_rows_together(pg_dsn):
                 "select * from prism_memory.remember_batch_v1('t1', array['r','r','r'], array['a','a','a'], "
                 "array['e4','e5','e6'], array['x','y','z','w'], %s::vector[])", (embeddings,))
         assert raised.value.sqlstate == "PM002" and "differ in length" in str(raised.value)
+        for bad in (  # two-dimensional arrays, and arrays that do not start at index 1
+            "array[['r','r'],['r','r']], array[['a','a'],['b','b']], array[['e1','e2'],['e3','e4']], "
+            "array[['x','y'],['z','w']], %s::vector[]",
+            "'[0:1]={r,r}', '[0:1]={a,b}', '[0:1]={e1,e2}', '[0:1]={x,y}', %s::vector[]",
+        ):
+            with pytest.raises(psycopg.Error) as raised:
+                conn.execute(f"select * from prism_memory.remember_batch_v1('t9', {bad})", (embeddings[:2],))
+            assert raised.value.sqlstate == "PM002" and "one-dimensional" in str(raised.value)
+        with pytest.raises(psycopg.Error) as raised:
+            conn.execute("select * from prism_memory.remember_batch_v1(null, '{}', '{}', '{}', '{}', '{}')")
+        assert raised.value.sqlstate == "PM001"
+        assert conn.execute("select count(*) from prism_memory.semantic_memory where tenant_id = 't9'").fetchone() == (0,)

@@ -183,16 +183,17 @@ class MemoryVectorStore(EmulatorRagStore):
     async def remember_batch(
         self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None
     ) -> list[tuple[int, list[str]]]:
-        """Mirror of ``remember_batch_v1``: every thread checked (in code-point order) before any is written."""
+        """Mirror of ``remember_batch_v1``: each thread checked then written, in (resource, thread) code-point
+        order, so the first failure is the one SQL meets; on a failure every thread of the batch is restored."""
         check_batch_writes(writes)
         order = sorted((scope for scope, records in writes if records), key=lambda s: (s.resource_id, s.thread_id))
         by_scope = dict(writes)
-        checked = {scope: self._check_write(scope, by_scope[scope]) for scope in order}
         now = now or _now()
         results: dict[Scope, tuple[int, list[str]]] = {}
         with self._restored_on_error([self._key(scope) for scope in order]):
             for scope in order:
-                results[scope] = await self._write(scope, by_scope[scope], *checked[scope], now)
+                results[scope] = await self._write(scope, by_scope[scope], *self._check_write(scope, by_scope[scope]),
+                                                   now)
         return [results.get(scope, (0, [])) for scope, _records in writes]
 
     def _check_write(self, scope: Scope, records: Sequence[EntryRecord]) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
