@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import secrets
@@ -37,6 +38,35 @@ def check_local(dsn: str) -> str:
             if not (part in _LOCAL_HOSTS or part.startswith("/")):
                 raise SystemExit(f"refusing non-local host {part!r}: benchmarks run against a local server only")
     return dsn
+
+
+def auto_explain_notices(conn: psycopg.Connection) -> list[str]:
+    """Make ``conn`` log the analyzed plan (with buffers) of every statement, nested ones included, as notices;
+    returns the list the notices' texts are appended to."""
+    for statement in (
+        "load 'auto_explain'",
+        "set auto_explain.log_min_duration = 0",
+        "set auto_explain.log_nested_statements = on",
+        "set auto_explain.log_analyze = on",
+        "set auto_explain.log_buffers = on",
+        "set auto_explain.log_level = 'notice'",
+        "set client_min_messages = 'notice'",
+    ):
+        conn.execute(statement)
+    notices: list[str] = []
+    conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+    return notices
+
+
+async def remember_concurrently(vector_store, batches, concurrency: int) -> None:
+    """``vector_store.remember_batch`` on each of ``batches`` (lists of (scope, records)), ``concurrency`` in flight."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def write(writes) -> None:
+        async with gate:
+            await vector_store.remember_batch(writes)
+
+    await asyncio.gather(*(write(writes) for writes in batches))
 
 
 @contextlib.contextmanager

@@ -140,6 +140,15 @@ def thread_entries(spec: CorpusSpec, thread: Thread) -> ThreadEntries:
     return ThreadEntries(records, vectors, frozenset(revoked), frozenset(tombstoned))
 
 
+def thread_query(spec: CorpusSpec, thread: Thread, rng: np.random.Generator) -> tuple[np.ndarray, str]:
+    """A query for ``thread``: a unit vector near its topic (``float32[dimensions]``) and three words of its
+    vocabulary, drawn from ``rng``."""
+    centroid, vocabulary = thread_topic(spec, thread.index)
+    vector = centroid + 0.8 * rng.standard_normal(spec.dimensions).astype(np.float32) / np.sqrt(spec.dimensions)
+    text = " ".join(vocabulary[i] for i in rng.choice(len(vocabulary), size=3, replace=False))
+    return (vector / np.linalg.norm(vector)).astype(np.float32), text
+
+
 def tenant_batches(spec: CorpusSpec, batch_entries: int = 1000) -> Iterator[list[tuple[Thread, ThreadEntries]]]:
     """The corpus as ingest batches: one tenant's threads each, about ``batch_entries`` entries per batch
     (a thread larger than that goes in slices of its own, each a batch)."""

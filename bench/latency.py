@@ -29,7 +29,7 @@ from prism_memory import RecallScoringOptions, Scope, create_hash_embedder, crea
 from prism_memory.types import EntryRecord
 from psycopg import sql
 
-from _common import emit, local_postgres, log, scratch_schema
+from _common import auto_explain_notices, emit, local_postgres, log, scratch_schema
 
 BATCH = 128
 #: The composite scoring timed for ``recall_scored_p50_ms`` (seed example: a week's half-life).
@@ -126,20 +126,9 @@ def explain_recall(dsn: str, recall_sql, scope: Scope, queries, calls: int = 8) 
     Several calls, so the plan shown is the one PL/pgSQL settles on (it may
     switch to a generic plan after five executions).
     """
-    notices: list[str] = []
     with psycopg.connect(dsn, autocommit=True) as conn:
         register_vector(conn)
-        for statement in (
-            "load 'auto_explain'",
-            "set auto_explain.log_min_duration = 0",
-            "set auto_explain.log_nested_statements = on",
-            "set auto_explain.log_analyze = on",
-            "set auto_explain.log_buffers = on",
-            "set auto_explain.log_level = 'notice'",
-            "set client_min_messages = 'notice'",
-        ):
-            conn.execute(statement)
-        conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+        notices = auto_explain_notices(conn)
         for n in range(calls):
             notices.clear()
             text, vector = queries[n % len(queries)]

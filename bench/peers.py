@@ -47,8 +47,8 @@ import psycopg
 from prism_memory import create_postgres_memory_stores
 from psycopg import sql
 
-from _common import emit, local_postgres, log, scratch_schema
-from corpus import CorpusSpec, Thread, tenant_batches, thread_entries, thread_topic, threads
+from _common import emit, local_postgres, log, remember_concurrently, scratch_schema
+from corpus import CorpusSpec, Thread, tenant_batches, thread_entries, thread_query, threads
 
 TOP_K = 10
 
@@ -79,13 +79,8 @@ class Prism:
                                                           max_pool_size=2)
 
     async def load(self, chunk) -> None:
-        gate = asyncio.Semaphore(2)
-
-        async def write(writes) -> None:
-            async with gate:
-                await self.stores.vector_store.remember_batch([(t.scope, rows.records) for t, rows in writes])
-
-        await asyncio.gather(*(write(writes) for writes in chunk))
+        await remember_concurrently(
+            self.stores.vector_store, [[(t.scope, rows.records) for t, rows in writes] for writes in chunk], 2)
 
     async def finish(self) -> None:
         with psycopg.connect(self.dsn, autocommit=True) as conn:
@@ -241,10 +236,7 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         expected = 0
         log(f"timing {args.queries} scoped top-{TOP_K} queries, interleaved")
         for n, thread in enumerate(picked):
-            centroid, vocabulary = thread_topic(spec, thread.index)
-            vector = centroid + 0.8 * rng.standard_normal(spec.dimensions).astype(np.float32) / np.sqrt(spec.dimensions)
-            vector = (vector / np.linalg.norm(vector)).astype(np.float32)
-            text = " ".join(vocabulary[i] for i in rng.choice(len(vocabulary), size=3, replace=False))
+            vector, text = thread_query(spec, thread, rng)
             answers = {}
             for store in stores[n % 3:] + stores[: n % 3]:
                 started = time.perf_counter()

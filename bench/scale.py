@@ -40,19 +40,20 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
+from pgvector.psycopg import register_vector
 from prism_memory import create_postgres_memory_stores
 from prism_memory.lexical import lexical_terms
+from prism_memory.scoring import LEXICAL_WEIGHT
 from psycopg import sql
 
-from _common import emit, local_postgres, log, scratch_schema
-from corpus import CorpusSpec, Thread, thread_entries, thread_topic, threads
+from _common import auto_explain_notices, emit, local_postgres, log, remember_concurrently, scratch_schema
+from corpus import CorpusSpec, Thread, thread_entries, thread_query, threads
 from corpus import tenant_batches as corpus_batches
 
 TABLE = "semantic_memory"
 TOP_K = 10
 #: Timed recalls on the largest thread, reported apart from the uniform mix.
 LARGEST_QUERIES = 200
-LEXICAL_WEIGHT = 0.25
 
 
 class ServerMemory:
@@ -124,13 +125,7 @@ async def ingest(stores, spec: CorpusSpec, batch: int, concurrency: int) -> tupl
     """
     seconds, entries, calls = 0.0, 0, 0
     tombstoned: dict[int, list[str]] = {}
-    gate = asyncio.Semaphore(concurrency)
     report = time.perf_counter()
-
-    async def write(writes) -> None:
-        async with gate:
-            await stores.vector_store.remember_batch(writes)
-
     batches = corpus_batches(spec, batch)
     while chunk := list(itertools.islice(batches, max(1, 50_000 // batch))):
         for writes in chunk:
@@ -139,7 +134,7 @@ async def ingest(stores, spec: CorpusSpec, batch: int, concurrency: int) -> tupl
                 tombstoned.setdefault(thread.index, []).extend(sorted(ids & rows.tombstoned))
         calls_in_chunk = [[(thread.scope, rows.records) for thread, rows in writes] for writes in chunk]
         started = time.perf_counter()
-        await asyncio.gather(*(write(writes) for writes in calls_in_chunk))
+        await remember_concurrently(stores.vector_store, calls_in_chunk, concurrency)
         seconds += time.perf_counter() - started
         calls += len(chunk)
         entries += sum(len(rows.records) for writes in chunk for _, rows in writes)
@@ -190,13 +185,7 @@ def make_queries(spec: CorpusSpec, picked: list[Thread], seed: int):
     """One (thread, query embedding, query text) triple per thread of ``picked``: a unit vector near the thread's
     topic and three words of its vocabulary."""
     rng = np.random.default_rng([seed, 3])
-    queries = []
-    for thread in picked:
-        centroid, vocabulary = thread_topic(spec, thread.index)
-        vector = centroid + 0.8 * rng.standard_normal(spec.dimensions).astype(np.float32) / np.sqrt(spec.dimensions)
-        text = " ".join(vocabulary[i] for i in rng.choice(len(vocabulary), size=3, replace=False))
-        queries.append((thread, (vector / np.linalg.norm(vector)).astype(np.float32), text))
-    return queries
+    return [(thread, *thread_query(spec, thread, rng)) for thread in picked]
 
 
 async def time_queries(stores, spec: CorpusSpec, queries, warmup: int, cache: dict) -> tuple[list[float], bool]:
@@ -223,17 +212,9 @@ async def time_queries(stores, spec: CorpusSpec, queries, warmup: int, cache: di
 
 def explain_largest(dsn: str, schema: str, thread: Thread, query: np.ndarray, text: str) -> str:
     """EXPLAIN (ANALYZE, BUFFERS) of recall_v2's inner statements on ``thread``, via auto_explain."""
-    notices: list[str] = []
     with psycopg.connect(dsn, autocommit=True) as conn:
-        from pgvector.psycopg import register_vector
-
         register_vector(conn)
-        for statement in ("load 'auto_explain'", "set auto_explain.log_min_duration = 0",
-                          "set auto_explain.log_nested_statements = on", "set auto_explain.log_analyze = on",
-                          "set auto_explain.log_buffers = on", "set auto_explain.log_level = 'notice'",
-                          "set client_min_messages = 'notice'"):
-            conn.execute(statement)
-        conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+        notices = auto_explain_notices(conn)
         for _ in range(6):  # PL/pgSQL settles on its generic plan after five executions
             notices.clear()
             conn.execute(
