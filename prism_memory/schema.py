@@ -1,11 +1,13 @@
 """Schema names, DDL rendering and migrations.
 
-The DDL lives in ``sql/migrations/NNNN_*.sql`` (shipped as package data). Each
-file is a template whose ``{{name}}`` placeholders are filled with validated,
+The SQL lives in ``sql/`` (shipped as package data): ``sql/schema`` is the
+database at head, one file per function, and ``sql/migrations`` the schema
+revisions Alembic applies (``prism_memory.sql_source`` reads both). Each file
+is a template whose ``{{name}}`` placeholders are filled with validated,
 double-quoted identifiers, so a schema or table name is never interpolated
-raw. Alembic applies the revisions in order; :func:`build_memory_ddl` and
-:func:`build_vector_search_ddl` render the very same chain for hosts who
-migrate by hand (seed: "buildMemoryDdl/buildVectorSearchDdl exported").
+raw. :func:`build_memory_ddl` and :func:`build_vector_search_ddl` render the
+head for hosts who migrate by hand (seed: "buildMemoryDdl/buildVectorSearchDdl
+exported"); a test proves it equals the migrated chain.
 """
 
 from __future__ import annotations
@@ -13,29 +15,21 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
+from . import sql_source
 from .errors import InvalidIdentifierError, LimitExceededError
 from .lexical import stopwords_sql_literal
+from .operations import API_FUNCTIONS
 
-#: The schema revision this package's functions need and understand.
-SCHEMA_VERSION = 6
-#: Revisions in order; each has ``NNNN_<name>.sql`` (and ``.down.sql``) files in
-#: sql/migrations, plus ``NNNN_vector_search.sql`` when it touches HNSW indexes.
-REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004", "0005", "0006")
-_REVISION_FILES = {
-    "0001": "0001_initial",
-    "0002": "0002_rag",
-    "0003": "0003_scoring",
-    "0004": "0004_least_privilege",
-    "0005": "0005_correct",
-    "0006": "0006_scale",
-}
+#: Revisions in order (``sql/migrations/NNNN_<name>.sql``; ``.down.sql`` reverts one).
+REVISIONS: tuple[str, ...] = tuple(sql_source.revisions())
+#: The schema revision this package's functions need and understand: the newest.
+SCHEMA_VERSION = int(REVISIONS[-1])
 
 DEFAULT_SCHEMA = "prism_memory"
 DEFAULT_TABLE = "semantic_memory"
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _LONGEST_SUFFIX = "_rag_scope_generations"
 #: Widest pinned embedding kept in-line (STORAGE PLAIN); wider ones use pgvector's EXTERNAL.
 PLAIN_STORAGE_MAX_DIMENSIONS = 1536
@@ -56,7 +50,7 @@ def validate_identifier(kind: str, name: object, max_bytes: int = 63) -> str:
     ``-``, at most ``max_bytes`` bytes (Postgres truncates longer names at 63).
     Mixed case is kept (the name is always quoted).
     """
-    if not isinstance(name, str) or not _IDENTIFIER.match(name):
+    if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
         raise InvalidIdentifierError(
             f"{kind} name {name!r} is not allowed: use ASCII letters, digits, '_' and '-', starting with a letter or '_'"
         )
@@ -143,25 +137,14 @@ class SchemaConfig:
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
-def render(template: str, config: SchemaConfig) -> str:
-    """Fill a SQL template's ``{{name}}`` placeholders; raises ``KeyError`` on an unknown one."""
-    names = config.names
+def render(template: str, config: SchemaConfig, schema_version: int = SCHEMA_VERSION) -> str:
+    """Fill a SQL template's ``{{name}}`` placeholders; raises ``KeyError`` on an unknown one.
+
+    ``{{schema_version}}`` is the revision the rendered SQL brings the
+    database to (``install_info_v1`` reports it).
+    """
+    names = {**config.names, "schema_version": str(schema_version)}
     return _PLACEHOLDER.sub(lambda match: names[match.group(1)], template)
-
-
-def _data_dir(installed: str, source: str) -> Path:
-    """A packaged data folder: ``prism_memory/<installed>`` in a wheel, ``<repo>/<source>`` in a checkout."""
-    package = Path(__file__).resolve().parent
-    return package / installed if (package / installed).is_dir() else package.parent / source
-
-
-SQL_DIR = _data_dir("sql", "sql") / "migrations"
-MIGRATIONS_DIR = _data_dir("migrations", "alembic")
-
-
-def _read(filename: str) -> str | None:
-    path = SQL_DIR / filename
-    return path.read_text(encoding="utf-8") if path.is_file() else None
 
 
 def render_revision(revision: str, config: SchemaConfig, part: str = "upgrade") -> str:
@@ -170,41 +153,67 @@ def render_revision(revision: str, config: SchemaConfig, part: str = "upgrade") 
     ``part`` is ``"upgrade"`` (tables, indexes, functions), ``"downgrade"``,
     ``"vector_search"`` (HNSW indexes) or ``"vector_search_down"``; the two
     vector-search parts are empty unless ``config.dimensions`` is pinned to
-    at most :data:`HNSW_MAX_DIMENSIONS`.
+    at most :data:`HNSW_MAX_DIMENSIONS`. Raises ``KeyError`` for an unknown
+    revision or part.
     """
-    stem = _REVISION_FILES[revision]
     indexed = config.dimensions is not None and config.dimensions <= HNSW_MAX_DIMENSIONS
-    if part == "upgrade":
-        template = _read(f"{stem}.sql")
-    elif part == "downgrade":
-        template = _read(f"{stem}.down.sql")
-    elif part == "vector_search":
-        template = _read(f"{revision}_vector_search.sql") if indexed else None
-    elif part == "vector_search_down":
-        template = _read(f"{revision}_vector_search.down.sql") if indexed else None
-    else:
-        raise ValueError(f"unknown part {part!r}")
-    return render(template, config) if template else ""
+    if part.startswith("vector_search") and not indexed:
+        return ""
+    template = sql_source.revision_template(revision, part)
+    reached = int(revision) if part in ("upgrade", "vector_search") else int(revision) - 1
+    return render(template, config, reached) if template else ""
+
+
+def run_revision(revision: str, config: SchemaConfig, direction: str) -> None:
+    """Apply (``"upgrade"``) or revert (``"downgrade"``) one revision inside Alembic's migration transaction.
+
+    Called by the ``alembic/versions`` modules. An upgrade runs the revision's
+    SQL, then its vector-search part; a downgrade reverts them in the
+    opposite order.
+    """
+    from alembic import op
+
+    parts = ("upgrade", "vector_search") if direction == "upgrade" else ("vector_search_down", "downgrade")
+    for part in parts:
+        sql = render_revision(revision, config, part)
+        if sql:
+            # Straight to psycopg: no bind-parameter or percent processing of the DDL.
+            op.get_bind().connection.driver_connection.execute(sql)
+
+
+#: The table Alembic records the revision in; the hand-rendered DDL writes it too (``alembic stamp``).
+_ALEMBIC_STAMP = (
+    "create table if not exists {schema}.alembic_version (version_num varchar(32) not null, "
+    "constraint alembic_version_pkc primary key (version_num));\n"
+    "insert into {schema}.alembic_version (version_num) values ('{revision}');\n"
+)
 
 
 def build_memory_ddl(schema: str = DEFAULT_SCHEMA, table: str = DEFAULT_TABLE, dimensions: int | None = None) -> str:
-    """Render the whole memory DDL (every revision, in order) for hosts who migrate by hand.
+    """Render the whole memory DDL at head (``sql/schema/install.sql``) for hosts who migrate by hand.
 
-    Run it, then :func:`build_vector_search_ddl`, then create stores with
-    ``skip_migrations=True``. Raises :class:`InvalidIdentifierError` for a bad name.
+    Run it on a database without the schema's tables, then
+    :func:`build_vector_search_ddl`, then create stores with
+    ``skip_migrations=True``. It records the head revision in
+    ``<schema>.alembic_version`` as Alembic does, so :func:`migrate` can take
+    over later. Raises :class:`InvalidIdentifierError` for a bad name and
+    :class:`LimitExceededError` for a bad dimension.
     """
     config = SchemaConfig(schema, table, dimensions)
-    return "\n".join(render_revision(revision, config) for revision in REVISIONS)
+    install = render(sql_source.expand(sql_source.SCHEMA_DIR / "install.sql", None), config)
+    return install + _ALEMBIC_STAMP.format(schema=config.names["schema"], revision=REVISIONS[-1])
 
 
 def build_vector_search_ddl(schema: str = DEFAULT_SCHEMA, table: str = DEFAULT_TABLE, dimensions: int | None = None) -> str:
-    """Render the vector-search DDL (the HNSW index over the RAG chunks' ``vector(dimensions)``).
+    """Render the vector-search DDL at head (the HNSW index over the RAG chunks' ``vector(dimensions)``).
 
     Empty when unpinned or wider than :data:`HNSW_MAX_DIMENSIONS` (such
     installs rank exactly).
     """
     config = SchemaConfig(schema, table, dimensions)
-    return "\n".join(part for revision in REVISIONS if (part := render_revision(revision, config, "vector_search")))
+    if config.dimensions is None or config.dimensions > HNSW_MAX_DIMENSIONS:
+        return ""
+    return render(sql_source.expand(sql_source.SCHEMA_DIR / "vector_search.sql", None), config)
 
 
 def alembic_config(dsn: str, config: SchemaConfig):
@@ -212,43 +221,10 @@ def alembic_config(dsn: str, config: SchemaConfig):
     from alembic.config import Config
 
     alembic_cfg = Config()
-    alembic_cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    alembic_cfg.set_main_option("script_location", str(sql_source.ALEMBIC_DIR))
     alembic_cfg.attributes["dsn"] = dsn
     alembic_cfg.attributes["schema_config"] = config
     return alembic_cfg
-
-
-#: The functions an application calls (SECURITY DEFINER since revision 0004), with their argument types.
-API_FUNCTIONS: tuple[tuple[str, str], ...] = (
-    ("install_info_v1", ""),
-    ("correct_v1", "text, text, text, text, text, vector, timestamptz"),
-    ("correct_v2", "text, text, text, text, text, vector, timestamptz"),
-    ("count_entries_v1", "text, text, text"),
-    ("get_working_v1", "text, text, text"),
-    ("invalidate_v1", "text, text, text, text[], text, timestamptz"),
-    ("list_entries_v1", "text, text, text, bigint, text, integer, boolean"),
-    ("purge_v1", "text, text, text, text[]"),
-    ("rag_check_source_access_v1", "text, text, text, text[], bigint"),
-    ("rag_delete_v1", "text, text, text[], text, bigint"),
-    ("rag_get_by_source_v1", "text, text, text, text, integer, boolean, text, text[], bigint"),
-    ("rag_get_generation_v1", "text, text"),
-    ("rag_lexical_query_v1", "text, text, text, integer, jsonb, boolean, text, text[], bigint"),
-    ("rag_query_v1", "text, text, vector, integer, jsonb, boolean, text, text[], bigint"),
-    ("rag_set_generation_v1", "text, text, bigint"),
-    ("rag_set_source_access_v1", "text, text, text[], text[], bigint"),
-    ("rag_upsert_v1", "text, text, text[], text[], text[], vector[], jsonb[], bigint[], bigint"),
-    ("recall_v1", "text, text, text, vector, text, integer, integer, boolean, text, timestamptz"),
-    ("recall_v2", "text, text, text, vector, text, integer, integer, boolean, text, timestamptz, "
-                  "double precision, double precision, double precision, boolean"),
-    ("reembed_v1", "text, text, text, text[], text[], vector[]"),
-    ("remember_v1", "text, text, text, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
-    ("remember_batch_v1",
-     "text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
-    ("retention_candidates_v1", "text, text, text, double precision, integer, integer, timestamptz"),
-    ("set_consent_v1", "text, text, text, text, boolean, text, text, timestamptz, timestamptz, timestamptz"),
-    ("share_with_v1", "text, text, text, text, text, text[], timestamptz, timestamptz"),
-    ("update_working_v1", "text, text, text, jsonb, bigint"),
-)
 
 
 def grant_app_role(dsn: str, role: str, config: SchemaConfig | None = None) -> None:

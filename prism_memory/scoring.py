@@ -7,7 +7,7 @@ share of the query's distinct lexical terms present in the entry, in [0, 1].
 Composite (opt-in, seed "Composite recall scoring"): the top ``top_k *
 CANDIDATE_FACTOR`` candidates by the default score are re-ranked by
 ``w_similarity * default + w_recency * recency + w_importance * importance``.
-``recall_v1``/``recall_v2`` and ``scoring_weights_v1`` compute the same in
+``recall_v2`` and ``scoring_weights_v1`` compute the same in
 SQL with the same constants and the same float operations; the emulator uses
 this module.
 """
@@ -19,7 +19,7 @@ from datetime import datetime
 
 from .types import RecallScoringOptions
 
-#: Weight of the lexical leg in the default score (frozen with ``recall_v1``).
+#: Weight of the lexical leg in the default score (frozen since ``recall_v1``, revision 0001).
 LEXICAL_WEIGHT = 0.25
 #: Candidates fetched per hit before a composite re-rank.
 CANDIDATE_FACTOR = 4

@@ -10,6 +10,7 @@ import psycopg
 import pytest
 from prism_memory.cli import main, sample_conversation_path
 from prism_memory.locomo import DataFormatError, load_jsonl_entries, load_locomo
+from prism_memory.schema import REVISIONS
 
 SAMPLE = str(sample_conversation_path())
 SAMPLE_THREAD = "sample-priya-tomas"
@@ -195,9 +196,9 @@ def test_jsonl_errors_name_the_line(tmp_path, pg_dsn, capsys):
 def test_migrate_fresh_then_again(server_dsn, capsys):
     dsn = server_dsn("prism_cli_migrate")
     code, out, _ = run(capsys, "migrate", "--dsn", dsn, "--dimensions", "64")
-    assert code == 0 and "migrated schema prism_memory: revision (none) -> 0006" in out
+    assert code == 0 and f"migrated schema prism_memory: revision (none) -> {REVISIONS[-1]}" in out
     code, out, _ = run(capsys, "migrate", "--dsn", dsn, "--dimensions", "64")
-    assert code == 0 and "already at revision 0006; nothing to do" in out
+    assert code == 0 and f"already at revision {REVISIONS[-1]}; nothing to do" in out
 
 
 def test_python_dash_m_help():

@@ -4,8 +4,7 @@ Revision ID: 0002
 Revises: 0001
 """
 
-from alembic import op
-from prism_memory.schema import render_revision
+from prism_memory.schema import run_revision
 
 revision = "0002"
 down_revision = "0001"
@@ -14,16 +13,8 @@ depends_on = None
 
 
 def upgrade(schema_config) -> None:
-    _run(render_revision("0002", schema_config))
-    _run(render_revision("0002", schema_config, "vector_search"))
+    run_revision(revision, schema_config, "upgrade")
 
 
 def downgrade(schema_config) -> None:
-    _run(render_revision("0002", schema_config, "vector_search_down"))
-    _run(render_revision("0002", schema_config, "downgrade"))
-
-
-def _run(sql: str) -> None:
-    # Straight to psycopg: no bind-parameter or percent processing of the DDL.
-    if sql:
-        op.get_bind().connection.driver_connection.execute(sql)
+    run_revision(revision, schema_config, "downgrade")

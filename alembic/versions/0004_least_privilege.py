@@ -4,8 +4,7 @@ Revision ID: 0004
 Revises: 0003
 """
 
-from alembic import op
-from prism_memory.schema import render_revision
+from prism_memory.schema import run_revision
 
 revision = "0004"
 down_revision = "0003"
@@ -14,13 +13,8 @@ depends_on = None
 
 
 def upgrade(schema_config) -> None:
-    _run(render_revision("0004", schema_config))
+    run_revision(revision, schema_config, "upgrade")
 
 
 def downgrade(schema_config) -> None:
-    _run(render_revision("0004", schema_config, "downgrade"))
-
-
-def _run(sql: str) -> None:
-    # Straight to psycopg: no bind-parameter or percent processing of the DDL.
-    op.get_bind().connection.driver_connection.execute(sql)
+    run_revision(revision, schema_config, "downgrade")

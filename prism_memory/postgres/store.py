@@ -74,7 +74,7 @@ class _PostgresBase:
 
 
 class PostgresVectorStore(_PostgresBase, PostgresRagStore):
-    """:class:`prism_memory.stores.VectorStore` over ``remember_v1`` / ``recall_v1`` and friends, and
+    """:class:`prism_memory.stores.VectorStore` over ``remember_v1`` / ``recall_v2`` and friends, and
     :class:`prism_memory.stores.RagVectorStore` over the ``rag_*_v1`` functions (:class:`PostgresRagStore`)."""
 
     def transaction(self) -> AbstractAsyncContextManager[PostgresRagTransaction]:

@@ -39,7 +39,6 @@ alter function {{schema}}.set_consent_v1(text, text, text, text, boolean, text, 
 alter function {{schema}}.share_with_v1(text, text, text, text, text, text[], timestamptz, timestamptz) security invoker;
 alter function {{schema}}.update_working_v1(text, text, text, jsonb, bigint) security invoker;
 grant execute on all functions in schema {{schema}} to public;
-alter default privileges in schema {{schema}} grant execute on functions to public;
 select pg_catalog.set_config(
   'search_path',
   pg_catalog.format('%I, %I, pg_catalog', {{schema_literal}},
@@ -50,14 +49,25 @@ select pg_catalog.set_config(
 do $$
 declare
   v_function regprocedure;
+  v_name name;
 begin
-  for v_function in
-    select p.oid::regprocedure from pg_catalog.pg_proc p
+  for v_function, v_name in
+    select p.oid::regprocedure, p.proname from pg_catalog.pg_proc p
     join pg_catalog.pg_language l on l.oid = p.prolang
     where p.pronamespace = (select n.oid from pg_catalog.pg_namespace n where n.nspname = {{schema_literal}})
       and (l.lanname = 'plpgsql' or (l.lanname = 'sql' and p.prosqlbody is null))
   loop
-    execute pg_catalog.format('alter function %s set search_path from current', v_function);
+    -- Back to the path each function had before 0004: 0001's for the functions
+    -- revision 0001 created with one, none for those created without one;
+    -- revisions 0002 and 0003 already pinned the path 0004 gives.
+    if v_name in (
+         'assert_dimensions_v1', 'assert_embedding_v1', 'assert_scope_v1', 'correct_v1', 'count_entries_v1',
+         'get_working_v1', 'invalidate_v1', 'list_entries_v1', 'purge_v1', 'recall_v1', 'reembed_v1',
+         'remember_v1', 'retention_candidates_v1', 'set_consent_v1', 'share_with_v1', 'update_working_v1') then
+      execute pg_catalog.format('alter function %s set search_path from current', v_function);
+    elsif v_name in ('assert_time_v1', 'rag_assert_generation_v1', 'scoring_weights_v1') then
+      execute pg_catalog.format('alter function %s reset search_path', v_function);
+    end if;
   end loop;
 end;
 $$;

@@ -1,5 +1,6 @@
--- Reverts revision 0006. recall_v2 keeps its 0006 body (the same contract and
--- answers as 0003's); only its plan settings go back.
+-- Reverts revision 0006: remember_batch_v1 goes, and recall_v2 and
+-- invalidate_v1 get back their 0005 definitions (as revisions 0003 and 0001
+-- wrote them, running as their owner since 0004).
 
 {{pin_search_path}}
 
@@ -13,9 +14,9 @@ as $$
   from pg_catalog.pg_extension x join pg_catalog.pg_namespace n on n.oid = x.extnamespace
   where x.extname = 'vector'
 $$;
-alter function {{schema}}.recall_v2(text, text, text, vector, text, integer, integer, boolean, text, timestamptz, double precision, double precision, double precision, boolean)
-  reset enable_indexscan;
-alter function {{schema}}.recall_v2(text, text, text, vector, text, integer, integer, boolean, text, timestamptz, double precision, double precision, double precision, boolean)
-  reset enable_mergejoin;
+\history 0003 recall_v2
+\history 0001 invalidate_v1
+alter function {{schema}}.recall_v2(text, text, text, vector, text, integer, integer, boolean, text, timestamptz, double precision, double precision, double precision, boolean) security definer;
+alter function {{schema}}.invalidate_v1(text, text, text, text[], text, timestamptz) security definer;
 
 reset search_path;

@@ -1,0 +1,83 @@
+"""The one registry of store operations.
+
+Each operation of the store contract appears in four places, and this table
+ties them together: the store Protocol method (``prism_memory.stores``), which
+both the emulator and the Postgres adapter implement; the named query that
+the Postgres adapter sends (``prism_memory.postgres.queries.Queries``); and
+the versioned SQL function it calls, whose live definition is
+``sql/schema/functions/<function>.sql``. ``tests/test_operations.py`` checks
+that all four name the same operations, and :data:`API_FUNCTIONS` (what an
+application role may execute) is derived from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One store operation.
+
+    ``protocol``: the Protocol in ``prism_memory.stores`` that declares
+    ``method``; ``query``: the field of ``Queries`` holding its statement;
+    ``function``: the SQL function that statement calls (tenant first), with
+    its identity argument types in ``arguments`` (as ``GRANT EXECUTE`` names
+    them).
+    """
+
+    protocol: str
+    method: str
+    query: str
+    function: str
+    arguments: str
+
+
+_SCOPE = "text, text, text"
+_RAG_READ = "jsonb, boolean, text, text[], bigint"
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation("WorkingStore", "get_working", "get_working", "get_working_v1", _SCOPE),
+    Operation("WorkingStore", "update_working", "update_working", "update_working_v1", f"{_SCOPE}, jsonb, bigint"),
+    Operation("VectorStore", "remember", "remember", "remember_v1",
+              f"{_SCOPE}, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
+    Operation("VectorStore", "remember_batch", "remember_batch", "remember_batch_v1",
+              "text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
+    Operation("VectorStore", "recall", "recall", "recall_v2",
+              f"{_SCOPE}, vector, text, integer, integer, boolean, text, timestamptz, "
+              "double precision, double precision, double precision, boolean"),
+    Operation("VectorStore", "share_with", "share_with", "share_with_v1",
+              f"{_SCOPE}, text, text, text[], timestamptz, timestamptz"),
+    Operation("VectorStore", "invalidate", "invalidate", "invalidate_v1", f"{_SCOPE}, text[], text, timestamptz"),
+    Operation("VectorStore", "purge", "purge", "purge_v1", f"{_SCOPE}, text[]"),
+    Operation("VectorStore", "set_consent", "set_consent", "set_consent_v1",
+              f"{_SCOPE}, text, boolean, text, text, timestamptz, timestamptz, timestamptz"),
+    Operation("VectorStore", "correct", "correct", "correct_v2", f"{_SCOPE}, text, text, vector, timestamptz"),
+    Operation("VectorStore", "retention_candidates", "retention_candidates", "retention_candidates_v1",
+              f"{_SCOPE}, double precision, integer, integer, timestamptz"),
+    Operation("VectorStore", "list_by_thread", "list_entries", "list_entries_v1",
+              f"{_SCOPE}, bigint, text, integer, boolean"),
+    Operation("VectorStore", "count_by_thread", "count_entries", "count_entries_v1", _SCOPE),
+    Operation("VectorStore", "reembed", "reembed", "reembed_v1", f"{_SCOPE}, text[], text[], vector[]"),
+    Operation("RagVectorStore", "upsert", "rag_upsert", "rag_upsert_v1",
+              "text, text, text[], text[], text[], vector[], jsonb[], bigint[], bigint"),
+    Operation("RagVectorStore", "query", "rag_query", "rag_query_v1", f"text, text, vector, integer, {_RAG_READ}"),
+    Operation("RagVectorStore", "lexical_query", "rag_lexical_query", "rag_lexical_query_v1",
+              f"text, text, text, integer, {_RAG_READ}"),
+    Operation("RagVectorStore", "get_by_source", "rag_get_by_source", "rag_get_by_source_v1",
+              "text, text, text, text, integer, boolean, text, text[], bigint"),
+    Operation("RagVectorStore", "delete", "rag_delete", "rag_delete_v1", "text, text, text[], text, bigint"),
+    Operation("RagVectorStore", "get_current_generation", "rag_get_generation", "rag_get_generation_v1", "text, text"),
+    Operation("RagVectorStore", "set_current_generation", "rag_set_generation", "rag_set_generation_v1",
+              "text, text, bigint"),
+    Operation("RagVectorStore", "set_source_access", "rag_set_source_access", "rag_set_source_access_v1",
+              "text, text, text[], text[], bigint"),
+    Operation("RagVectorStore", "check_source_access", "rag_check_source_access", "rag_check_source_access_v1",
+              "text, text, text, text[], bigint"),
+)
+
+#: The functions an application calls, with their argument types: ``install_info_v1`` (which the
+#: Python caller checks first, executable by anyone) and every operation's function (SECURITY DEFINER).
+API_FUNCTIONS: tuple[tuple[str, str], ...] = (("install_info_v1", ""),) + tuple(
+    (operation.function, operation.arguments) for operation in OPERATIONS
+)

@@ -1,0 +1,11 @@
+create or replace function {{schema}}.count_entries_v1(p_tenant_id text, p_resource_id text, p_thread_id text)
+returns bigint
+language plpgsql stable security definer
+set search_path from current
+as $$
+begin
+  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  return (select count(*) from {{entries}} e
+          where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id);
+end;
+$$;

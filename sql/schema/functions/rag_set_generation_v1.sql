@@ -1,0 +1,19 @@
+-- Points the scope at p_generation (any generation, so a rebuild can be rolled
+-- back); reads without an explicit generation switch at commit. Returns it.
+create or replace function {{schema}}.rag_set_generation_v1(p_tenant_id text, p_scope text, p_generation bigint)
+returns bigint
+language plpgsql volatile security definer
+set search_path from current
+as $$
+begin
+  perform rag_assert_scope_v1(p_tenant_id, p_scope);
+  if p_generation is null then
+    raise exception 'generation is required' using errcode = 'PM002';
+  end if;
+  perform rag_assert_generation_v1(p_generation);
+  insert into {{rag_scope_generations}} as g (tenant_id, scope, generation, updated_at)
+  values (p_tenant_id, p_scope, p_generation, now())
+  on conflict (tenant_id, scope) do update set generation = excluded.generation, updated_at = now();
+  return p_generation;
+end;
+$$;

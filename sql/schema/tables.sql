@@ -1,0 +1,189 @@
+-- prism-memory at head: every table, index, statistics object and row-level
+-- security policy, as a fresh install creates them (sql/schema/install.sql
+-- includes this file). A revision that changes a table changes this file too;
+-- tests/test_schema_source.py installs from here and diffs the catalog against
+-- a database migrated through the whole Alembic chain.
+--
+-- Rules: tenant_id leads every primary key and unique index; every table has
+-- the tenant_isolation policy. The API functions run as the owner, who
+-- bypasses row-level security: they are keyed by their tenant argument. A
+-- role granted a table directly sees only the rows of the tenant named by its
+-- prism_memory.tenant_id setting, none without one.
+
+-- One row of an entry as set_consent_v1, correct_v2 and list_entries_v1 return it.
+create type {{schema}}.entry_record_v1 as (
+  id text, text text, metadata jsonb, sequence bigint, importance double precision,
+  consent_source text, consent_scope text, consent_visible boolean,
+  consent_granted_at timestamptz, consent_revoked_at timestamptz, legal_hold boolean,
+  created_at timestamptz, updated_at timestamptz, invalidated text[]);
+
+-- Working memory: one versioned JSON document per tenant/resource, or per
+-- tenant/resource/thread. thread_id = '' is the resource-scoped record.
+create table {{working}} (
+  tenant_id   text        not null,
+  resource_id text        not null,
+  thread_id   text        not null default '',
+  data        jsonb       not null,
+  version     bigint      not null check (version >= 1),
+  created_at  timestamptz not null default now(),
+  updated_at  timestamptz not null default now(),
+  primary key (tenant_id, resource_id, thread_id)
+);
+alter table {{working}} enable row level security;
+create policy tenant_isolation on {{working}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+
+-- Semantic memory entries.
+create table {{entries}} (
+  tenant_id          text        not null,
+  resource_id        text        not null,
+  thread_id          text        not null,
+  id                 text        not null,
+  text               text        not null,
+  metadata           jsonb       not null default '{}'::jsonb,
+  embedding          {{embedding_type}} not null,
+  sequence           bigint      not null,
+  importance         double precision check (importance between 0 and 1),
+  consent_source     text        check (consent_source in ('user', 'agent', 'system')),
+  consent_scope      text        check (consent_scope in ('thread', 'profile', 'user')),
+  consent_visible    boolean     not null default true,
+  consent_granted_at timestamptz,
+  consent_revoked_at timestamptz,
+  legal_hold         boolean     not null default false,
+  created_at         timestamptz not null default now(),
+  updated_at         timestamptz not null default now(),
+  text_tsv           tsvector    generated always as
+                       (array_to_tsvector({{schema}}.lexical_terms_v1(text))) stored,
+  primary key (tenant_id, resource_id, thread_id, id)
+);
+alter table {{entries}} alter column embedding set storage {{embedding_storage}};
+
+-- Scoped recall and adjacency: an exact scan of one thread in sequence order.
+create index {{entries_scope_idx}} on {{entries}} (tenant_id, resource_id, thread_id, sequence);
+create index {{entries_tsv_idx}} on {{entries}} using gin (text_tsv);
+create index {{entries_lineage_idx}} on {{entries}} using gin ((metadata -> '_lineage' -> 'sourceIds'));
+-- tenant, resource and thread are strongly correlated: without these the planner
+-- multiplies their selectivities and expects a few rows per thread.
+create statistics {{entries_scope_stats}} (ndistinct, dependencies)
+  on tenant_id, resource_id, thread_id from {{entries}};
+alter table {{entries}} enable row level security;
+create policy tenant_isolation on {{entries}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+
+-- Tombstones: recall excludes an entry with an indexed NOT EXISTS on this key.
+create table {{invalidation}} (
+  tenant_id       text        not null,
+  resource_id     text        not null,
+  thread_id       text        not null,
+  entry_id        text        not null,
+  reason          text        not null,
+  source_entry_id text,
+  sequence        bigint,  -- the entry's sequence, so a deleted one is never reused
+  created_at      timestamptz not null default now(),
+  primary key (tenant_id, resource_id, thread_id, entry_id)
+);
+create statistics {{invalidation_scope_stats}} (ndistinct, dependencies)
+  on tenant_id, resource_id, thread_id from {{invalidation}};
+alter table {{invalidation}} enable row level security;
+create policy tenant_isolation on {{invalidation}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+
+-- Parent-to-child thread share grants: the child thread (of the parent's or a
+-- derived child resource) may recall the listed entries of the parent thread
+-- until expires_at. Tenant-bound by the key; read with the child's key.
+create table {{share_grant}} (
+  tenant_id         text        not null,
+  resource_id       text        not null,
+  parent_thread_id  text        not null,
+  child_resource_id text        not null,
+  child_thread_id   text        not null,
+  source_ids        text[]      not null,
+  expires_at        timestamptz,
+  created_at        timestamptz not null default now(),
+  primary key (tenant_id, resource_id, parent_thread_id, child_resource_id, child_thread_id)
+);
+create index {{share_grant_child_idx}} on {{share_grant}}
+  (tenant_id, child_resource_id, child_thread_id, parent_thread_id);
+alter table {{share_grant}} enable row level security;
+create policy tenant_isolation on {{share_grant}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+
+-- RAG chunks: keyed by tenant, scope (a knowledge base), generation (a build
+-- of the scope's index) and chunk id.
+create table {{rag_chunk}} (
+  tenant_id      text        not null,
+  scope          text        not null,
+  generation     bigint      not null check (generation between 0 and 9007199254740991),
+  id             text        not null,
+  source_id      text        not null,
+  text           text        not null,
+  metadata       jsonb       not null default '{}'::jsonb,
+  embedding      {{embedding_type}} not null,
+  -- The source permission version this chunk's content was indexed under:
+  -- readable under ACL only once the source's grants are at that version or newer.
+  access_version bigint      check (access_version >= 0),
+  created_at     timestamptz not null default now(),
+  updated_at     timestamptz not null default now(),
+  text_tsv       tsvector    generated always as
+                   (array_to_tsvector({{schema}}.lexical_terms_v1(text))) stored,
+  primary key (tenant_id, scope, generation, id)
+);
+alter table {{rag_chunk}} alter column embedding set storage {{embedding_storage}};
+-- get_by_source, delete by source, and the exact ranking of one scope.
+create index {{rag_chunk_source_idx}} on {{rag_chunk}} (tenant_id, scope, generation, source_id, id);
+create index {{rag_chunk_tsv_idx}} on {{rag_chunk}} using gin (text_tsv);
+-- Metadata filters are containment (metadata @> filter).
+create index {{rag_chunk_meta_idx}} on {{rag_chunk}} using gin (metadata jsonb_path_ops);
+create statistics {{rag_chunk_stats}} (ndistinct, dependencies)
+  on tenant_id, scope, generation from {{rag_chunk}};
+alter table {{rag_chunk}} enable row level security;
+create policy tenant_isolation on {{rag_chunk}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+
+-- RAG document ACL: grants of a source to a principal or a group.
+create table {{rag_source_acl}} (
+  tenant_id      text        not null,
+  source_id      text        not null,
+  grantee_kind   text        not null check (grantee_kind in ('principal', 'group')),
+  grantee_id     text        not null,
+  access_version bigint      not null,
+  created_at     timestamptz not null default now(),
+  primary key (tenant_id, source_id, grantee_kind, grantee_id)
+);
+create index {{rag_source_acl_grantee_idx}} on {{rag_source_acl}} (tenant_id, grantee_kind, grantee_id, source_id);
+alter table {{rag_source_acl}} enable row level security;
+create policy tenant_isolation on {{rag_source_acl}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+
+-- RAG source permission version: kept when every grant is revoked, so a
+-- stale update can never bring a grant back.
+create table {{rag_source_version}} (
+  tenant_id      text        not null,
+  source_id      text        not null,
+  access_version bigint      not null check (access_version >= 0),
+  updated_at     timestamptz not null default now(),
+  primary key (tenant_id, source_id)
+);
+alter table {{rag_source_version}} enable row level security;
+create policy tenant_isolation on {{rag_source_version}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+
+-- RAG per-scope generation pointer.
+create table {{rag_scope_generations}} (
+  tenant_id  text        not null,
+  scope      text        not null,
+  generation bigint      not null,
+  updated_at timestamptz not null default now(),
+  primary key (tenant_id, scope)
+);
+alter table {{rag_scope_generations}} enable row level security;
+create policy tenant_isolation on {{rag_scope_generations}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));

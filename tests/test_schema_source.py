@@ -1,0 +1,174 @@
+"""The readable head schema (sql/schema) and the revision chain (sql/migrations) describe one database.
+
+- A database installed from the head equals one migrated through the whole
+  Alembic chain, catalog row for catalog row (functions with their bodies,
+  attributes and ACLs, tables, indexes, constraints, statistics, policies,
+  default privileges, the recorded revision).
+- For every revision N, the head downgraded to N equals a fresh migrate to N.
+- The head function files are those the newest revision installs
+  (sql/migrations/functions.sha256), and a revision's function diff restores
+  the body it replaced.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+import subprocess
+
+import psycopg
+import pytest
+from prism_memory import build_memory_ddl, build_vector_search_ddl, sql_source
+from prism_memory.schema import REVISIONS, SCHEMA_VERSION, SchemaConfig, downgrade, migrate
+
+from catalog import catalog, functions
+
+
+def _diff(expected: list[tuple[str, str, str]], actual: list[tuple[str, str, str]]) -> str:
+    """A readable unified diff of two catalogs (empty when equal)."""
+    render = lambda rows: [f"{kind} {name}: {definition}" for kind, name, definition in rows]  # noqa: E731
+    return "\n".join(difflib.unified_diff(render(expected), render(actual), "migrated", "other", lineterm=""))
+
+
+def install_from_head(dsn: str, config: SchemaConfig) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(build_memory_ddl(config.schema, config.table, config.dimensions))
+        vector_search = build_vector_search_ddl(config.schema, config.table, config.dimensions)
+        if vector_search:
+            conn.execute(vector_search)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [SchemaConfig(dimensions=16), SchemaConfig(), SchemaConfig("Tenant-Memory", "Agent-Notes", 3072)],
+    ids=["pinned", "unpinned", "odd-names-wide"],
+)
+def test_a_head_install_equals_the_migrated_chain(server_dsn, config):
+    migrated, installed = server_dsn("src_migrated"), server_dsn("src_installed")
+    migrate(migrated, config)
+    install_from_head(installed, config)
+    expected = catalog(migrated, config.schema)
+    assert _diff(expected, catalog(installed, config.schema)) == ""
+    # The comparison covers what it claims to: attributes, ACLs, policies and the revision.
+    kinds = {kind for kind, _, _ in expected}
+    assert {"function", "function acl", "policy", "statistics", "type", "alembic"} <= kinds
+    [recall] = [body for name, body in functions(expected).items() if name.startswith("recall_v2(")]
+    assert "SECURITY DEFINER" in recall and "SET search_path TO 'pg_catalog'" in recall
+    assert ("alembic", "version_num", REVISIONS[-1]) in expected
+
+
+def test_the_catalog_diff_catches_a_changed_body(server_dsn):
+    """The diff is not blind: one changed character in one body shows up."""
+    migrated, installed = server_dsn("src_changed_a"), server_dsn("src_changed_b")
+    config = SchemaConfig(dimensions=16)
+    migrate(migrated, config)
+    install_from_head(installed, config)
+    with psycopg.connect(installed, autocommit=True) as conn:
+        body = conn.execute(
+            "select pg_get_functiondef('prism_memory.count_entries_v1(text, text, text)'::regprocedure)"
+        ).fetchone()[0]
+        conn.execute(body.replace("count(*)", "count(*) + 0"))
+    assert "count_entries_v1" in _diff(catalog(migrated), catalog(installed))
+
+
+@pytest.mark.parametrize("revision", REVISIONS[:-1])
+def test_the_head_downgraded_to_a_revision_equals_a_fresh_migrate_to_it(server_dsn, revision):
+    config = SchemaConfig(dimensions=16)
+    fresh, downgraded = server_dsn("src_fresh"), server_dsn("src_downgraded")
+    migrate(fresh, config, revision)
+    migrate(downgraded, config)
+    downgrade(downgraded, config, revision)
+    assert _diff(catalog(fresh), catalog(downgraded)) == ""
+    with psycopg.connect(downgraded) as conn:
+        assert conn.execute("select schema_version from prism_memory.install_info_v1()").fetchone() == (int(revision),)
+
+
+def test_install_info_reports_the_newest_revision(server_dsn):
+    dsn = server_dsn("src_info")
+    install_from_head(dsn, SchemaConfig())
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("select schema_version from prism_memory.install_info_v1()").fetchone() == (SCHEMA_VERSION,)
+    assert SCHEMA_VERSION == int(REVISIONS[-1])
+
+
+def test_every_head_function_file_is_what_the_newest_revision_installs():
+    """Editing sql/schema/functions/<name>.sql needs a new revision that ships the change (docs/architecture.md)."""
+    assert sql_source.head_function_digests() == sql_source.read_function_lock()
+
+
+def test_every_head_function_file_defines_the_function_it_is_named_after():
+    for name in sql_source.head_function_names():
+        source = sql_source.function_source(name)
+        assert source.count("create or replace function {{schema}}." + name + "(") == 1, name
+        assert "create function" not in source and "alter function" not in source, name
+
+
+def test_install_lists_every_head_function_once():
+    listed = sql_source.expand(sql_source.SCHEMA_DIR / "install.sql", None)
+    for name in sql_source.head_function_names():
+        assert listed.count("create or replace function {{schema}}." + name + "(") == 1, name
+
+
+def test_a_new_revision_ships_the_edit_and_still_replays_the_old_body(tmp_path, monkeypatch, server_dsn):
+    """Cut revision 0008 after editing recall_v2's head file and adding recall_v3: the way docs/architecture.md says."""
+    repo = tmp_path / "repo"
+    shutil.copytree(sql_source.SQL_DIR, repo / "sql", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(sql_source.ALEMBIC_DIR, repo / "alembic", ignore=shutil.ignore_patterns("__pycache__"))
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "released 0007"], check=True)
+    for name, value in {"SQL_DIR": repo / "sql", "SCHEMA_DIR": repo / "sql" / "schema",
+                        "FUNCTIONS_DIR": repo / "sql" / "schema" / "functions",
+                        "MIGRATIONS_SQL_DIR": repo / "sql" / "migrations", "ALEMBIC_DIR": repo / "alembic",
+                        "FUNCTION_LOCK": repo / "sql" / "migrations" / "functions.sha256"}.items():
+        monkeypatch.setattr(sql_source, name, value)
+
+    head = sql_source.FUNCTIONS_DIR / "recall_v2.sql"
+    released = head.read_text()
+    changed = released.replace("-- Semantic recall over one thread", "-- Semantic recall over one thread (0008)")
+    changed = changed.replace("  perform assert_embedding_v1(p_query_embedding, 'the query embedding');\n", "")
+    head.write_text(changed + "-- a trailing note\n")
+    changed += "-- a trailing note\n"
+    added = "create or replace function {{schema}}.recall_v3() returns integer language sql as $$ select 3 $$;\n"
+    (sql_source.FUNCTIONS_DIR / "recall_v3.sql").write_text(added)
+    # Committing the edit first does not matter: the released body is found by its digest.
+    subprocess.run([*git, "commit", "-qam", "edit recall_v2"], check=True)
+    assert sql_source.head_function_digests() != sql_source.read_function_lock()
+
+    written = {path.name for path in sql_source.new_revision("next")}
+    assert written == {"0008_next.sql", "0008_next.down.sql", "0008_next.py", "functions.sha256",
+                       "0008_next.functions.diff"}
+    assert sql_source.head_function_digests() == sql_source.read_function_lock()
+    assert list(sql_source.revisions())[-1] == "0008"
+    assert sql_source.function_source("recall_v2") == changed
+    assert sql_source.function_source("recall_v2", "0008") == changed
+    assert sql_source.function_source("recall_v2", "0007") == released
+    upgrade = sql_source.revision_template("0008", "upgrade")
+    assert changed in upgrade and added in upgrade and "revoke execute on all functions" in upgrade
+    downgrade_sql = sql_source.revision_template("0008", "downgrade")
+    assert released in downgrade_sql and "drop function {{schema}}.recall_v3(" in downgrade_sql
+    # Revision 0007 keeps installing what it installed when it was released.
+    at_0007 = sql_source.revision_template("0007", "upgrade")
+    assert released in at_0007 and changed not in at_0007
+    with pytest.raises(FileNotFoundError):
+        sql_source.function_source("recall_v3", "0007")
+    # The revision runs: up to 0008 and back gives exactly a fresh 0007.
+    down_file = sql_source.MIGRATIONS_SQL_DIR / "0008_next.down.sql"
+    down_file.write_text(down_file.read_text().replace("recall_v3(/* its argument types */)", "recall_v3()"))
+    config = SchemaConfig(dimensions=16)
+    at_0007, through_0008 = server_dsn("src_rev_0007"), server_dsn("src_rev_0008")
+    migrate(at_0007, config, "0007")
+    migrate(through_0008, config)
+    with psycopg.connect(through_0008) as conn:
+        assert conn.execute("select version_num from prism_memory.alembic_version").fetchone() == ("0008",)
+        assert conn.execute("select prosrc like '%assert_embedding_v1%' from pg_proc "
+                            "where proname = 'recall_v2'").fetchone() == (False,)
+        assert conn.execute("select has_function_privilege('public', 'prism_memory.recall_v3()', 'execute')"
+                            ).fetchone() == (False,)
+    downgrade(through_0008, config, "0007")
+    assert _diff(catalog(at_0007), catalog(through_0008)) == ""
+    # An edit made without a revision no longer matches the shipped diff's context.
+    head.write_text(changed.replace("(0008)", "(0009)"))
+    with pytest.raises(sql_source.DeltaError, match="0008_next.functions.diff"):
+        sql_source.function_source("recall_v2", "0007")
