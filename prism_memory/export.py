@@ -1,5 +1,5 @@
-"""Export and rebuild paging (seed: ``exportMemory``, ``rebuildIndex``): the cursor codec, the export JSON of a
-record, and how a page is cut to its entry and byte caps."""
+"""Export paging (seed: ``exportMemory``, ``rebuildIndex``): the page caps, the cursor codec that export and
+rebuild share, the export JSON of a record, and how an export page is cut to its byte cap."""
 
 from __future__ import annotations
 
@@ -81,7 +81,8 @@ def export_page(
 
     Redacts records one at a time with ``redact`` and takes them while their
     compact UTF-8 :func:`export_json` sizes stay within ``max_bytes`` (the
-    first always fits; records past the cut are not redacted). ``next_cursor``
+    first always fits); it stops at the first that does not fit, and redacts
+    none after it. Raises what ``redact`` raises. ``next_cursor``
     points after the last record taken; it is ``None`` when the read came back
     short of ``limit`` and every record fit (seed: "a stable sequence cursor page").
     """

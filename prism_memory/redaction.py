@@ -67,7 +67,10 @@ class Redaction:
         return redacted
 
     def record(self, record: Returned) -> Returned:
-        """A copy of a returned entry with its ``text`` and :meth:`metadata` redacted (the entry itself when inactive)."""
+        """A copy of a returned entry with its ``text`` and :meth:`metadata` redacted (the entry itself when inactive).
+
+        Raises :class:`ConfigurationError` when the redactor returns something other than a ``str``.
+        """
         if not self.active:
             return record
         return dataclasses.replace(record, text=self.text(record.text), metadata=self.metadata(record.metadata))
