@@ -2,40 +2,36 @@
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import binascii
 import copy
 import dataclasses
-import inspect
 import json
-import logging
 import math
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
+from . import lifecycle
+from .config import InvalidationHook, MemoryConfig, utc_now
 from .context import Extractor, MemoryContextProvider, WorkingMemoryProcessor
 from .embedding import Embedder, embed_batched
 from .emulator import create_memory_vector_store, create_memory_working_store
 from .errors import (
     ConfigurationError,
     IdentityMismatchError,
-    InvalidCursorError,
     InvalidEntryError,
     InvalidQueryError,
     InvalidScopeError,
     LimitExceededError,
-    OperationTimeoutError,
     PayloadTooLargeError,
 )
+from .export import EXPORT_LIMITS, REBUILD_LIMITS, decode_cursor
+from .lifecycle import DELETE_BATCH
 from .redaction import Redaction, Redactor
 from .stores import VectorStore, WorkingStore
 from .types import (
     HARD_CAPS,
     ConsentChange,
-    EntryRecord,
     ExportPage,
     MemoryEntry,
     MemoryLimits,
@@ -63,73 +59,7 @@ from .validation import (
     to_entry,
 )
 from .working import WorkingMemoryHook, WorkingMemoryValidator, render_template
-
-logger = logging.getLogger("prism_memory")
-
-#: Host hook called with the invalidated entry ids after their tombstones land
-#: and before any body is deleted (seed: ``onInvalidate``). May be async.
-InvalidationHook = Callable[[list[str]], "None | Awaitable[None]"]
-
-#: Seed caps: forget and retention delete at most this many bodies per call.
-DELETE_BATCH = 64
-#: Export page: default and hard cap of entries, bytes and milliseconds (seed).
-EXPORT_LIMITS = {"limit": (100, 200), "max_bytes": (4 * 1024 * 1024, 32 * 1024 * 1024), "max_ms": (10_000, 60_000)}
-#: Rebuild page: default and hard cap of entries and milliseconds (seed).
-REBUILD_LIMITS = {"batch_size": (32, 128), "max_ms": (10_000, 60_000)}
-
-
-def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def encode_cursor(sequence: int, entry_id: str) -> str:
-    """The stable cursor after the entry at (``sequence``, ``entry_id``): ``c1.`` + base64url JSON."""
-    payload = json.dumps([sequence, entry_id], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return "c1." + base64.urlsafe_b64encode(payload).decode("ascii")
-
-
-def decode_cursor(cursor: str | None) -> tuple[int, str] | None:
-    """The (sequence, id) a cursor points after; ``None`` for the start. Raises :class:`InvalidCursorError`."""
-    if cursor is None:
-        return None
-    try:
-        if not isinstance(cursor, str) or not cursor.startswith("c1."):
-            raise ValueError("unknown cursor version")
-        sequence, entry_id = json.loads(base64.urlsafe_b64decode(cursor[3:].encode("ascii")))
-        if isinstance(sequence, bool) or not isinstance(sequence, int) or not -(2**63) <= sequence < 2**63:
-            raise ValueError("malformed cursor sequence")
-        if not isinstance(entry_id, str) or "\x00" in entry_id or len(entry_id.encode("utf-8")) > 512:
-            raise ValueError("malformed cursor id")
-    except (ValueError, TypeError, RecursionError, binascii.Error, UnicodeError) as exc:
-        raise InvalidCursorError(f"not a prism-memory cursor: {str(cursor)[:80]!r}") from exc
-    return sequence, entry_id
-
-
-def export_json(record: MemoryRecord) -> dict[str, Any]:
-    """An exported record as JSON (timestamps in UTC ISO 8601); its UTF-8 size counts toward ``max_bytes``."""
-
-    def instant(value: datetime | None) -> str | None:
-        return None if value is None else value.astimezone(timezone.utc).isoformat()
-
-    consent = record.consent
-    return {
-        "id": record.id,
-        "text": record.text,
-        "metadata": record.metadata,
-        "sequence": record.sequence,
-        "importance": record.importance,
-        "consent": None
-        if consent is None
-        else {
-            "source": consent.source,
-            "scope": consent.scope,
-            "visible": consent.visible,
-            "grantedAt": instant(consent.granted_at),
-            "revokedAt": instant(consent.revoked_at),
-        },
-        "createdAt": instant(record.created_at),
-        "updatedAt": instant(record.updated_at),
-    }
+from .write_queue import WriteQueue
 
 
 class Memory:
@@ -139,50 +69,59 @@ class Memory:
     validate all input first and raise a :class:`ValidationError` subclass
     before anything is embedded or written. Consent, lineage invalidation,
     legal holds and retention are enforced by the store (the SQL functions on
-    Postgres); this class orders the calls and runs the host hooks.
+    Postgres). This class checks each call's input, waits for pending
+    background writes where the call must see them (:class:`WriteQueue`), and
+    hands the lifecycle operations to :mod:`prism_memory.lifecycle`, which
+    orders the store calls and runs the host hooks.
     """
 
-    def __init__(
-        self,
-        scope: Scope,
-        embedder: Embedder,
-        vector_store: VectorStore,
-        working_store: WorkingStore,
-        validator: WorkingMemoryValidator,
-        working_memory_template: str | None,
-        limits: MemoryLimits,
-        redaction: Redaction,
-        require_consent: bool,
-        on_invalidate: InvalidationHook | None,
-        clock: Callable[[], datetime],
-        importance_from: Callable[[dict[str, Any]], float] | None = None,
-    ) -> None:
-        self.scope = scope
-        self.embedder = embedder
-        self.vector_store = vector_store
-        self.working_store = working_store
-        self.limits = limits
-        self.require_consent = require_consent
-        self._validator = validator
-        self._template = working_memory_template
-        self._redaction = redaction
-        self._on_invalidate = on_invalidate
-        self._clock = clock
-        self._importance_from = importance_from
-        self._pending: set[asyncio.Task[int]] = set()
-        self._pending_entries = 0
-        self._failures: list[BaseException] = []
-        self._write_lock = asyncio.Lock()
+    def __init__(self, config: MemoryConfig) -> None:
+        """A memory over ``config``, which :func:`create_memory` built and checked (or :meth:`child` derived);
+        a hand-built :class:`MemoryConfig` is not checked again."""
+        self._config = config
+        self._writes = WriteQueue()
 
-    def _now(self) -> datetime:
-        return check_aware(self._clock(), "the clock's time", ConfigurationError)
+    @property
+    def config(self) -> MemoryConfig:
+        """What :func:`create_memory` checked (or, for a :meth:`child`, derived); frozen."""
+        return self._config
+
+    @property
+    def scope(self) -> Scope:
+        """This memory's tenant, resource and (optional) thread."""
+        return self._config.scope
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder of entries, queries, corrections and rebuilds."""
+        return self._config.embedder
+
+    @property
+    def vector_store(self) -> VectorStore:
+        """The store of entries (semantic memory)."""
+        return self._config.vector_store
+
+    @property
+    def working_store(self) -> WorkingStore:
+        """The store of working-memory documents."""
+        return self._config.working_store
+
+    @property
+    def limits(self) -> MemoryLimits:
+        """This memory's :class:`MemoryLimits`."""
+        return self._config.limits
+
+    @property
+    def require_consent(self) -> bool:
+        """Recall's default for ``require_consent``."""
+        return self._config.require_consent
 
     # -- working memory -------------------------------------------------
 
     async def get_working(self) -> WorkingMemoryRecord | None:
         """The scope's working-memory record (thread-scoped when the memory has a thread), or ``None``."""
         record = await self.working_store.get_working(self.scope)
-        return None if record is None else dataclasses.replace(record, data=self._redaction.value(record.data))
+        return None if record is None else dataclasses.replace(record, data=self._config.redaction.value(record.data))
 
     async def update_working(self, data: dict[str, Any], expected_version: int | None = None) -> WorkingMemoryRecord:
         """Replace the working-memory document; returns the record with ``version`` + 1.
@@ -194,19 +133,19 @@ class Memory:
         record yet"), a different stored version raises
         :class:`WorkingMemoryVersionConflict` and nothing changes.
         """
-        checked = self._validator.check(self._redaction.value(data) if isinstance(data, dict) else data)
+        checked = self._config.validator.check(self._config.redaction.value(data) if isinstance(data, dict) else data)
         if expected_version is not None:
             check_int_option("expected_version", expected_version, 0, 2**63 - 1)
         return await self.working_store.update_working(self.scope, checked, expected_version)
 
     async def render_working(self) -> str:
         """The working memory rendered through ``working_memory_template`` (compact JSON without one; ``""`` when unset)."""
-        record = await self.get_working()
+        record, template = await self.get_working(), self._config.template
         if record is None:
-            return "" if self._template is None else render_template(self._template, {})
-        if self._template is None:
+            return "" if template is None else render_template(template, {})
+        if template is None:
             return json.dumps(record.data, ensure_ascii=False, separators=(",", ":"))
-        return render_template(self._template, record.data)
+        return render_template(template, record.data)
 
     # -- semantic memory ------------------------------------------------
 
@@ -216,20 +155,21 @@ class Memory:
         return self.scope
 
     def _redact_entry(self, entry: MemoryEntry) -> MemoryEntry:
-        if not self._redaction.active:
+        redaction = self._config.redaction
+        if not redaction.active:
             return entry
         for name, document in (("metadata", entry.metadata), ("reflection", entry.reflection)):
             if document is not None:  # shape and depth are checked before redaction walks them
                 json_document(document, f"entry {entry.id!r}: {name}")
         lineage = entry.lineage
         if isinstance(lineage, MemoryLineage) and isinstance(lineage.reason, str):
-            lineage = dataclasses.replace(lineage, reason=self._redaction.text(lineage.reason))
+            lineage = dataclasses.replace(lineage, reason=redaction.text(lineage.reason))
         return dataclasses.replace(
             entry,
-            text=self._redaction.value(entry.text),
-            metadata=self._redaction.metadata(entry.metadata),
+            text=redaction.value(entry.text),
+            metadata=redaction.metadata(entry.metadata),
             lineage=lineage,
-            reflection=None if entry.reflection is None else self._redaction.value(entry.reflection),
+            reflection=None if entry.reflection is None else redaction.value(entry.reflection),
         )
 
     def _importance(self, entry: MemoryEntry, position: int) -> MemoryEntry:
@@ -238,10 +178,11 @@ class Memory:
         if entry.reflection is None:
             return entry
         json_document(entry.reflection, f"entry {position}: reflection")
-        if entry.importance is not None or self._importance_from is None:
+        importance_from = self._config.importance_from
+        if entry.importance is not None or importance_from is None:
             return dataclasses.replace(entry, reflection=None)
         try:
-            derived = self._importance_from(copy.deepcopy(entry.reflection))
+            derived = importance_from(copy.deepcopy(entry.reflection))
         except Exception as exc:
             raise InvalidEntryError(f"entry {position}: importance_from raised {type(exc).__name__}") from exc
         try:
@@ -251,13 +192,6 @@ class Memory:
         if not finite:
             raise InvalidEntryError(f"entry {position}: importance_from returned {derived!r}, not a finite number")
         return dataclasses.replace(entry, importance=min(1.0, max(0.0, float(derived))), reflection=None)
-
-    def _redact_record(self, record: Any) -> Any:
-        if not self._redaction.active:
-            return record
-        return dataclasses.replace(
-            record, text=self._redaction.text(record.text), metadata=self._redaction.metadata(record.metadata)
-        )
 
     async def remember(
         self, entries: Iterable[MemoryEntry | Mapping[str, Any]], wait: bool = False
@@ -283,43 +217,17 @@ class Memory:
         check_unique_ids([item.id for item in items])
         items = [self._importance(item, position) for position, item in enumerate(items, start=1)]
         if not items:
-            return RememberResult(0, self._pending_entries, not self._pending)
-        job = self._write(scope, items, metadata)
+            return RememberResult(0, self._writes.pending, self._writes.idle)
+        job = lifecycle.write_entries(self._config, self._writes, scope, items, metadata)
         if wait:
             await job
-            return RememberResult(len(items), self._pending_entries, not self._pending)
-        task = asyncio.create_task(job)
-        self._pending.add(task)
-        self._pending_entries += len(items)
-
-        def finished(done: asyncio.Task[int]) -> None:
-            self._pending.discard(done)
-            self._pending_entries -= len(items)
-            if not done.cancelled() and done.exception() is not None:
-                self._failures.append(done.exception())
-                logger.error("background remember of %d entries failed: %s", len(items), type(done.exception()).__name__)
-
-        task.add_done_callback(finished)
-        return RememberResult(len(items), self._pending_entries, False)
-
-    async def _write(self, scope: Scope, items: list[MemoryEntry], metadata: list[dict[str, Any]]) -> int:
-        async with self._write_lock:  # keeps automatic sequences in call order
-            vectors = await embed_batched(self.embedder, [item.text for item in items], self.limits.embed_batch)
-            records = [
-                EntryRecord(item.id, item.text, vector, meta, item.sequence, item.importance, item.consent)
-                for item, vector, meta in zip(items, vectors, metadata)
-            ]
-            written, invalidated = await self.vector_store.remember(scope, records, now=self._now())
-        await self._invalidated(invalidated)
-        return written
+            return RememberResult(len(items), self._writes.pending, self._writes.idle)
+        self._writes.start(job, len(items))
+        return RememberResult(len(items), self._writes.pending, False)
 
     async def flush(self) -> None:
         """Wait for background ``remember`` calls; re-raise the first failure since the last flush."""
-        while self._pending:
-            await asyncio.wait(set(self._pending))
-        if self._failures:
-            failures, self._failures = self._failures, []
-            raise failures[0]
+        await self._writes.flush()
 
     async def recall(
         self,
@@ -376,20 +284,20 @@ class Memory:
             raise InvalidQueryError("the recall query contains a NUL character")
         if size > self.limits.query_bytes:
             raise PayloadTooLargeError(f"the recall query is {size} bytes, over limits.query_bytes={self.limits.query_bytes}")
-        query = self._redaction.text(query) if self._redaction.active else query
-        await self.flush()
+        redaction = self._config.redaction
+        query = redaction.text(query) if redaction.active else query
+        await self._writes.settle("recall")
         [vector] = await embed_batched(self.embedder, [query], 1)
         if share_from_parent_thread_id is not None:
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         result = await self.vector_store.recall(
             scope, vector, query, top_k, message_range, require_consent, share_from_parent_thread_id,
-            now=self._now(), scoring=scoring, explain=explain,
+            now=self._config.now(), scoring=scoring, explain=explain,
         )
-        if not self._redaction.active:
+        if not redaction.active:
             return result
         return RecallResult(
-            [self._redact_record(hit) for hit in result.hits],
-            [self._redact_record(entry) for entry in result.adjacent],
+            [redaction.record(hit) for hit in result.hits], [redaction.record(entry) for entry in result.adjacent],
             result.explanation,
         )
 
@@ -442,11 +350,7 @@ class Memory:
         ``agent_id``: 1-64 ASCII letters, digits, ``_``, ``.``, ``-``
         (:class:`InvalidScopeError` otherwise, or when this memory has no thread).
         """
-        scope = derive_child_scope(self._thread_scope(), agent_id)
-        return Memory(
-            scope, self.embedder, self.vector_store, self.working_store, self._validator, self._template, self.limits,
-            self._redaction, self.require_consent, self._on_invalidate, self._clock, self._importance_from,
-        )
+        return Memory(dataclasses.replace(self._config, scope=derive_child_scope(self._thread_scope(), agent_id)))
 
     async def share_with(
         self,
@@ -470,21 +374,16 @@ class Memory:
         check_scope(Scope(self.scope.tenant_id, child_resource_id, child_thread_id), thread_required=True)
         ids = check_shared_ids(source_ids)
         check_aware(expires_at, "expires_at")
-        await self.flush()
-        return await self.vector_store.share_with(scope, child_resource_id, child_thread_id, ids, expires_at, now=self._now())
+        await self._writes.settle("share_with")
+        return await self.vector_store.share_with(
+            scope, child_resource_id, child_thread_id, ids, expires_at, now=self._config.now()
+        )
 
     async def revoke_share(self, child_thread_id: str, child_resource_id: str | None = None) -> None:
         """End the grant to the child thread (seed: ``revokeShare``); same as ``share_with(child, [])``."""
         await self.share_with(child_thread_id, [], child_resource_id=child_resource_id)
 
     # -- consent and lifecycle ------------------------------------------
-
-    async def _invalidated(self, ids: list[str]) -> None:
-        """Run ``on_invalidate`` (after the tombstones landed, before any body is deleted)."""
-        if ids and self._on_invalidate is not None:
-            outcome = self._on_invalidate(list(ids))
-            if inspect.isawaitable(outcome):
-                await outcome
 
     @staticmethod
     def _entry_id(entry_id: object) -> str:
@@ -514,10 +413,8 @@ class Memory:
         """
         thread = self._thread_scope()
         change = check_consent_change(ConsentChange(visible, source, scope, granted_at, revoked_at))
-        await self.flush()  # a pending write must not land after (and undo) this change
-        record, invalidated = await self.vector_store.set_consent(thread, self._entry_id(entry_id), change, now=self._now())
-        await self._invalidated(invalidated)
-        return self._redact_record(record)
+        await self._writes.settle("set_consent")
+        return await lifecycle.set_consent(self._config, thread, self._entry_id(entry_id), change)
 
     async def correct(self, entry_id: str, text: str) -> MemoryRecord:
         """Replace an entry's text (redacted, re-embedded), keeping its consent (seed: ``correct``).
@@ -531,11 +428,8 @@ class Memory:
         entry_id = self._entry_id(entry_id)
         item = self._redact_entry(MemoryEntry(entry_id, text))
         check_entry(item, 1, self.limits.entry_bytes)
-        await self.flush()
-        [vector] = await embed_batched(self.embedder, [item.text], 1)
-        record, invalidated = await self.vector_store.correct(thread, entry_id, item.text, vector, now=self._now())
-        await self._invalidated(invalidated)
-        return self._redact_record(record)
+        await self._writes.settle("correct")
+        return await lifecycle.correct(self._config, thread, entry_id, item.text)
 
     async def forget(self, ids: Sequence[str], hold: bool = False) -> int:
         """Really delete entries, or put them under legal hold (seed: ``forget``).
@@ -558,10 +452,8 @@ class Memory:
             raise LimitExceededError(f"forget takes 1 to {DELETE_BATCH} ids per call, got {len(unique)}")
         if not isinstance(hold, bool):
             raise LimitExceededError(f"hold must be a bool, got {hold!r}")
-        await self.flush()
-        invalidated = await self.vector_store.invalidate(thread, unique, "held" if hold else "deleted", now=self._now())
-        await self._invalidated(invalidated)
-        return 0 if hold else await self.vector_store.purge(thread, unique)
+        await self._writes.settle("forget")
+        return await lifecycle.forget(self._config, thread, unique, hold)
 
     async def apply_retention(
         self, max_age_days: float | None = None, max_entries: int | None = None, batch_size: int = DELETE_BATCH
@@ -585,17 +477,8 @@ class Memory:
             raise LimitExceededError(f"max_age_days must be a number from 0 to 36500, got {max_age_days!r}")
         if max_age_days is None and max_entries is None:
             raise LimitExceededError("apply_retention needs max_age_days or max_entries")
-        await self.flush()
-        now = self._now()
-        candidates = await self.vector_store.retention_candidates(
-            thread, None if max_age_days is None else float(max_age_days), max_entries, batch_size, now=now
-        )
-        doomed = [entry_id for entry_id, held in candidates if not held]
-        if not doomed:
-            return RetentionResult(0, len(candidates))
-        invalidated = await self.vector_store.invalidate(thread, doomed, "expired", now=now)
-        await self._invalidated(invalidated)
-        return RetentionResult(await self.vector_store.purge(thread, doomed), len(candidates))
+        await self._writes.settle("apply_retention")
+        return await lifecycle.apply_retention(self._config, thread, max_age_days, max_entries, batch_size)
 
     async def export_memory(
         self,
@@ -623,23 +506,8 @@ class Memory:
         check_int_option("max_bytes", max_bytes, 1, EXPORT_LIMITS["max_bytes"][1])
         check_int_option("max_ms", max_ms, 1, EXPORT_LIMITS["max_ms"][1])
         after = decode_cursor(cursor)
-        await self.flush()
-        try:
-            async with asyncio.timeout(max_ms / 1000):
-                records = await self.vector_store.list_by_thread(thread, after, limit, exportable=True)
-        except TimeoutError as exc:
-            raise OperationTimeoutError(f"export page took longer than {max_ms} ms") from exc
-        page: list[MemoryRecord] = []
-        total = 0
-        for record in (self._redact_record(record) for record in records):
-            size = len(json.dumps(export_json(record), ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-            if page and total + size > max_bytes:
-                break
-            page.append(record)
-            total += size
-        more = len(page) < len(records) or len(records) == limit
-        next_cursor = encode_cursor(page[-1].sequence, page[-1].id) if page and more else None
-        return ExportPage(page, total, next_cursor)
+        await self._writes.settle("export_memory")
+        return await lifecycle.export_memory(self._config, thread, after, limit, max_bytes, max_ms)
 
     def _check_identity(self, identity: Scope | Mapping[str, str]) -> None:
         if isinstance(identity, Mapping):
@@ -670,30 +538,12 @@ class Memory:
         check_int_option("batch_size", batch_size, 1, REBUILD_LIMITS["batch_size"][1])
         check_int_option("max_ms", max_ms, 1, REBUILD_LIMITS["max_ms"][1])
         after = decode_cursor(cursor)
-        await self.flush()
-        try:
-            async with asyncio.timeout(max_ms / 1000):
-                records = await self.vector_store.list_by_thread(thread, after, batch_size)
-                vectors = await embed_batched(self.embedder, [record.text for record in records], self.limits.embed_batch)
-        except TimeoutError as exc:
-            raise OperationTimeoutError(f"rebuild page took longer than {max_ms} ms; nothing was written") from exc
-        rebuilt = (
-            await self.vector_store.reembed(
-                thread, [record.id for record in records], [record.text for record in records], vectors
-            )
-            if records
-            else 0
-        )
-        last = records[-1] if records else None
-        done = len(records) < batch_size
-        return RebuildResult(rebuilt, None if done or last is None else encode_cursor(last.sequence, last.id))
+        await self._writes.settle("rebuild_index")
+        return await lifecycle.rebuild_index(self._config, thread, after, batch_size, max_ms)
 
     async def close(self) -> None:
         """Finish pending writes (errors are logged, not raised) and close both stores."""
-        try:
-            await self.flush()
-        except Exception as exc:  # already logged by the task callback
-            logger.debug("pending write failed before close: %s", type(exc).__name__)
+        await self._writes.close()
         await self.vector_store.close()
         if self.working_store is not self.vector_store:
             await self.working_store.close()
@@ -771,16 +621,18 @@ def create_memory(
     limits = limits or MemoryLimits()
     validator = WorkingMemoryValidator(schema, validate_working_memory, limits.working_memory_bytes)
     return Memory(
-        scope,
-        embedder,
-        vector_store if vector_store is not None else create_memory_vector_store(),
-        working_store if working_store is not None else create_memory_working_store(),
-        validator,
-        working_memory_template,
-        limits,
-        Redaction(secrets, redactor),
-        require_consent,
-        on_invalidate,
-        clock or _utc_now,
-        importance_from,
+        MemoryConfig(
+            scope=scope,
+            embedder=embedder,
+            vector_store=vector_store if vector_store is not None else create_memory_vector_store(),
+            working_store=working_store if working_store is not None else create_memory_working_store(),
+            validator=validator,
+            template=working_memory_template,
+            limits=limits,
+            redaction=Redaction(secrets, redactor),
+            require_consent=require_consent,
+            on_invalidate=on_invalidate,
+            clock=clock or utc_now,
+            importance_from=importance_from,
+        )
     )

@@ -10,8 +10,9 @@ rewritten: keep secrets out of them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import ConfigurationError
 
@@ -19,6 +20,9 @@ REDACTED = "[REDACTED]"
 
 #: Host hook: receives a string, returns it redacted.
 Redactor = Callable[[str], str]
+
+#: A returned entry: a dataclass with ``text`` and ``metadata`` (``MemoryRecord``, ``RecallHit``, ``AdjacentEntry``).
+Returned = TypeVar("Returned")
 
 
 class Redaction:
@@ -61,6 +65,15 @@ class Redaction:
                 lineage = {key: item if key == "sourceIds" else self.value(item) for key, item in lineage.items()}
             redacted["_lineage"] = lineage
         return redacted
+
+    def record(self, record: Returned) -> Returned:
+        """A copy of a returned entry with its ``text`` and :meth:`metadata` redacted (the entry itself when inactive).
+
+        Raises :class:`ConfigurationError` when the redactor returns something other than a ``str``.
+        """
+        if not self.active:
+            return record
+        return dataclasses.replace(record, text=self.text(record.text), metadata=self.metadata(record.metadata))
 
     def value(self, value: Any) -> Any:
         """A JSON value with every string (object keys included) redacted; other values unchanged."""

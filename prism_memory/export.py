@@ -1,0 +1,98 @@
+"""Export paging (seed: ``exportMemory``, ``rebuildIndex``): the page caps, the cursor codec that export and
+rebuild share, the export JSON of a record, and how an export page is cut to its byte cap."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from .errors import InvalidCursorError
+from .types import ExportPage, MemoryRecord
+
+#: Export page: default and hard cap of entries, bytes and milliseconds (seed).
+EXPORT_LIMITS = {"limit": (100, 200), "max_bytes": (4 * 1024 * 1024, 32 * 1024 * 1024), "max_ms": (10_000, 60_000)}
+#: Rebuild page: default and hard cap of entries and milliseconds (seed).
+REBUILD_LIMITS = {"batch_size": (32, 128), "max_ms": (10_000, 60_000)}
+
+
+def encode_cursor(sequence: int, entry_id: str) -> str:
+    """The stable cursor after the entry at (``sequence``, ``entry_id``): ``c1.`` + base64url JSON."""
+    payload = json.dumps([sequence, entry_id], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return "c1." + base64.urlsafe_b64encode(payload).decode("ascii")
+
+
+def decode_cursor(cursor: str | None) -> tuple[int, str] | None:
+    """The (sequence, id) a cursor points after; ``None`` for the start.
+
+    Raises :class:`InvalidCursorError` for anything :func:`encode_cursor` did
+    not make: another version prefix, bad base64 or JSON, a sequence outside
+    a signed 64-bit integer, an id with a NUL or over 512 UTF-8 bytes.
+    """
+    if cursor is None:
+        return None
+    try:
+        if not isinstance(cursor, str) or not cursor.startswith("c1."):
+            raise ValueError("unknown cursor version")
+        sequence, entry_id = json.loads(base64.urlsafe_b64decode(cursor[3:].encode("ascii")))
+        if isinstance(sequence, bool) or not isinstance(sequence, int) or not -(2**63) <= sequence < 2**63:
+            raise ValueError("malformed cursor sequence")
+        if not isinstance(entry_id, str) or "\x00" in entry_id or len(entry_id.encode("utf-8")) > 512:
+            raise ValueError("malformed cursor id")
+    except (ValueError, TypeError, RecursionError, binascii.Error, UnicodeError) as exc:
+        raise InvalidCursorError(f"not a prism-memory cursor: {str(cursor)[:80]!r}") from exc
+    return sequence, entry_id
+
+
+def export_json(record: MemoryRecord) -> dict[str, Any]:
+    """An exported record as JSON (timestamps in UTC ISO 8601); its UTF-8 size counts toward ``max_bytes``."""
+
+    def instant(value: datetime | None) -> str | None:
+        return None if value is None else value.astimezone(timezone.utc).isoformat()
+
+    consent = record.consent
+    return {
+        "id": record.id,
+        "text": record.text,
+        "metadata": record.metadata,
+        "sequence": record.sequence,
+        "importance": record.importance,
+        "consent": None
+        if consent is None
+        else {
+            "source": consent.source,
+            "scope": consent.scope,
+            "visible": consent.visible,
+            "grantedAt": instant(consent.granted_at),
+            "revokedAt": instant(consent.revoked_at),
+        },
+        "createdAt": instant(record.created_at),
+        "updatedAt": instant(record.updated_at),
+    }
+
+
+def export_page(
+    records: Sequence[MemoryRecord], limit: int, max_bytes: int, redact: Callable[[MemoryRecord], MemoryRecord]
+) -> ExportPage:
+    """The page cut from ``records``: up to ``limit`` records read after the cursor, in (sequence, id) order.
+
+    Redacts records one at a time with ``redact`` and takes them while their
+    compact UTF-8 :func:`export_json` sizes stay within ``max_bytes`` (the
+    first always fits); it stops at the first that does not fit, and redacts
+    none after it. Raises what ``redact`` raises. ``next_cursor``
+    points after the last record taken; it is ``None`` when the read came back
+    short of ``limit`` and every record fit (seed: "a stable sequence cursor page").
+    """
+    page: list[MemoryRecord] = []
+    total = 0
+    for record in (redact(record) for record in records):
+        size = len(json.dumps(export_json(record), ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        if page and total + size > max_bytes:
+            break
+        page.append(record)
+        total += size
+    more = len(page) < len(records) or len(records) == limit
+    return ExportPage(page, total, encode_cursor(page[-1].sequence, page[-1].id) if page and more else None)

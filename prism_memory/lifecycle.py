@@ -1,0 +1,165 @@
+"""Lifecycle orchestration: for each write and lifecycle operation, the order of its embedder, store and
+``on_invalidate`` calls (seed: ``correct``, ``setConsent``, ``forget``, ``applyRetention``, ``exportMemory``,
+``rebuildIndex``, ``onInvalidate``).
+
+:class:`~prism_memory.memory.Memory` checks each call's input, waits for its
+pending writes (:meth:`~prism_memory.write_queue.WriteQueue.settle`), then
+calls one function here with checked values. The rules themselves (consent,
+lineage invalidation, legal hold, retention candidates) are the store's: the
+SQL functions on Postgres, the emulator in memory. The order kept here is the
+seed's: tombstones land, then ``on_invalidate`` runs, then bodies are deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+from .config import MemoryConfig
+from .embedding import embed_batched
+from .errors import OperationTimeoutError
+from .export import encode_cursor, export_page
+from .types import (
+    ConsentChange,
+    EntryRecord,
+    ExportPage,
+    MemoryEntry,
+    MemoryRecord,
+    RebuildResult,
+    RetentionResult,
+    Scope,
+)
+from .write_queue import WriteQueue
+
+#: Seed caps: forget and retention delete at most this many bodies per call.
+DELETE_BATCH = 64
+
+
+async def run_invalidation_hook(config: MemoryConfig, ids: list[str]) -> None:
+    """Call ``config.on_invalidate`` with a copy of ``ids`` (awaited if it returns an awaitable).
+
+    Nothing happens without a hook or without ids. Callers run it after the
+    tombstones landed and before deleting any body; an exception from the
+    hook propagates, and then nothing is deleted.
+    """
+    if ids and config.on_invalidate is not None:
+        outcome = config.on_invalidate(list(ids))
+        if inspect.isawaitable(outcome):
+            await outcome
+
+
+async def write_entries(
+    config: MemoryConfig, writes: WriteQueue, scope: Scope, items: list[MemoryEntry], metadata: list[dict[str, Any]]
+) -> int:
+    """Embed and store checked, redacted ``items`` (with their checked ``metadata`` documents) in one call.
+
+    Holds ``writes.ordered()`` while embedding (``limits.embed_batch`` texts
+    per embedder call) and storing, so automatic sequences follow call order;
+    then runs the hook for entries stored invalidated (their lineage source
+    already was). Returns how many entries were written. Raises the
+    embedder's errors (:class:`InvalidEmbeddingError`,
+    :class:`DimensionMismatchError`, :class:`EmbeddingFailedError`) and the
+    store's, with nothing written.
+    """
+    async with writes.ordered():
+        vectors = await embed_batched(config.embedder, [item.text for item in items], config.limits.embed_batch)
+        records = [
+            EntryRecord(item.id, item.text, vector, meta, item.sequence, item.importance, item.consent)
+            for item, vector, meta in zip(items, vectors, metadata)
+        ]
+        written, invalidated = await config.vector_store.remember(scope, records, now=config.now())
+    await run_invalidation_hook(config, invalidated)
+    return written
+
+
+async def set_consent(config: MemoryConfig, thread: Scope, entry_id: str, change: ConsentChange) -> MemoryRecord:
+    """Apply a checked consent ``change`` to one entry; returns the updated record, redacted.
+
+    A revoke invalidates the entry and its lineage dependents in the same
+    store call; the hook runs after. Raises the store's
+    :class:`EntryNotFoundError` and :class:`LineageLimitError`.
+    """
+    record, invalidated = await config.vector_store.set_consent(thread, entry_id, change, now=config.now())
+    await run_invalidation_hook(config, invalidated)
+    return config.redaction.record(record)
+
+
+async def correct(config: MemoryConfig, thread: Scope, entry_id: str, text: str) -> MemoryRecord:
+    """Re-embed the checked, redacted ``text`` and store it as the entry's text; returns the record, redacted.
+
+    The store marks the entry's lineage ``corrected`` and invalidates its
+    dependents; the hook runs after. Raises the embedder's errors and the
+    store's :class:`EntryNotFoundError`.
+    """
+    [vector] = await embed_batched(config.embedder, [text], 1)
+    record, invalidated = await config.vector_store.correct(thread, entry_id, text, vector, now=config.now())
+    await run_invalidation_hook(config, invalidated)
+    return config.redaction.record(record)
+
+
+async def forget(config: MemoryConfig, thread: Scope, ids: list[str], hold: bool) -> int:
+    """Tombstone ``ids`` (1 to :data:`DELETE_BATCH` unique ids) and their dependents, run the hook, then delete.
+
+    With ``hold`` the entries are put under legal hold instead and nothing is
+    deleted (returns 0); otherwise returns how many bodies were deleted (held
+    ones never are).
+    """
+    invalidated = await config.vector_store.invalidate(thread, ids, "held" if hold else "deleted", now=config.now())
+    await run_invalidation_hook(config, invalidated)
+    return 0 if hold else await config.vector_store.purge(thread, ids)
+
+
+async def apply_retention(
+    config: MemoryConfig, thread: Scope, max_age_days: float | None, max_entries: int | None, batch_size: int
+) -> RetentionResult:
+    """One sweep: up to ``batch_size`` store-chosen candidates (older than ``max_age_days`` 24-hour days, or
+    beyond the newest ``max_entries``), held ones skipped; the rest are tombstoned as ``expired``, the hook
+    runs, then they are deleted. Returns ``RetentionResult(deleted, scanned)``."""
+    now = config.now()
+    candidates = await config.vector_store.retention_candidates(
+        thread, None if max_age_days is None else float(max_age_days), max_entries, batch_size, now=now
+    )
+    doomed = [entry_id for entry_id, held in candidates if not held]
+    if not doomed:
+        return RetentionResult(0, len(candidates))
+    invalidated = await config.vector_store.invalidate(thread, doomed, "expired", now=now)
+    await run_invalidation_hook(config, invalidated)
+    return RetentionResult(await config.vector_store.purge(thread, doomed), len(candidates))
+
+
+async def export_memory(
+    config: MemoryConfig, thread: Scope, after: tuple[int, str] | None, limit: int, max_bytes: int, max_ms: int
+) -> ExportPage:
+    """Read up to ``limit`` exportable records after the decoded cursor ``after`` within ``max_ms``
+    milliseconds (else :class:`OperationTimeoutError`), then cut the redacted page (:func:`export_page`)."""
+    try:
+        async with asyncio.timeout(max_ms / 1000):
+            records = await config.vector_store.list_by_thread(thread, after, limit, exportable=True)
+    except TimeoutError as exc:
+        raise OperationTimeoutError(f"export page took longer than {max_ms} ms") from exc
+    return export_page(records, limit, max_bytes, config.redaction.record)
+
+
+async def rebuild_index(
+    config: MemoryConfig, thread: Scope, after: tuple[int, str] | None, batch_size: int, max_ms: int
+) -> RebuildResult:
+    """Read up to ``batch_size`` records after ``after`` and embed their stored text within ``max_ms``
+    milliseconds (else :class:`OperationTimeoutError`, nothing written), then write the embeddings in one
+    store call. ``next_cursor`` is ``None`` once a page comes back short of ``batch_size``."""
+    try:
+        async with asyncio.timeout(max_ms / 1000):
+            records = await config.vector_store.list_by_thread(thread, after, batch_size)
+            vectors = await embed_batched(config.embedder, [record.text for record in records], config.limits.embed_batch)
+    except TimeoutError as exc:
+        raise OperationTimeoutError(f"rebuild page took longer than {max_ms} ms; nothing was written") from exc
+    rebuilt = (
+        await config.vector_store.reembed(
+            thread, [record.id for record in records], [record.text for record in records], vectors
+        )
+        if records
+        else 0
+    )
+    last = records[-1] if records else None
+    done = len(records) < batch_size
+    return RebuildResult(rebuilt, None if done or last is None else encode_cursor(last.sequence, last.id))

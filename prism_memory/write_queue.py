@@ -1,0 +1,102 @@
+"""The background write queue of one memory (seed: ``remember`` returns before indexing is done; ``flush``).
+
+``Memory.remember(wait=False)`` hands its write to :meth:`WriteQueue.start`
+and returns. Every write, awaited or not, holds :meth:`WriteQueue.ordered`
+around its embed and store call, so automatic sequences follow call order.
+The operations that must see the writes started before them call
+:meth:`WriteQueue.settle` once, after their own input checks and before their
+first embed or store call: the rule of what waiting means, and what a failed
+write does to the next caller, lives only there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any, Literal
+
+logger = logging.getLogger("prism_memory")
+
+#: The operations that wait for pending writes first, because each reads or changes the thread's entries:
+#: a pending write must not be missed by a read, nor land after (and undo) a change.
+#: Working-memory calls and ``remember`` itself do not wait.
+SettlingOperation = Literal[
+    "recall", "share_with", "set_consent", "correct", "forget", "apply_retention", "export_memory", "rebuild_index"
+]
+
+
+class WriteQueue:
+    """Pending background writes of one memory, the failures they left, and the lock that orders all writes.
+
+    A memory and each of its ``child()`` memories have their own queue.
+    """
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._entries = 0
+        self._failures: list[BaseException] = []
+        self._order = asyncio.Lock()
+
+    @property
+    def pending(self) -> int:
+        """How many entries the unfinished background writes hold (``RememberResult.pending``)."""
+        return self._entries
+
+    @property
+    def idle(self) -> bool:
+        """``True`` when no background write is unfinished (``RememberResult.done``)."""
+        return not self._tasks
+
+    def ordered(self) -> asyncio.Lock:
+        """The lock each write holds around its embed and store call (``async with queue.ordered():``)."""
+        return self._order
+
+    def start(self, write: Coroutine[Any, Any, Any], entries: int) -> None:
+        """Run ``write`` (holding ``entries`` entries) in the background.
+
+        A failure is logged at once and kept for the next :meth:`flush` or
+        :meth:`settle`; a cancelled write is dropped silently.
+        """
+        task = asyncio.create_task(write)
+        self._tasks.add(task)
+        self._entries += entries
+
+        def finished(done: asyncio.Task[Any]) -> None:
+            self._tasks.discard(done)
+            self._entries -= entries
+            if not done.cancelled() and done.exception() is not None:
+                self._failures.append(done.exception())
+                logger.error("background remember of %d entries failed: %s", entries, type(done.exception()).__name__)
+
+        task.add_done_callback(finished)
+
+    async def flush(self) -> None:
+        """Wait until no background write is unfinished; re-raise the first failure since the last flush.
+
+        Writes started while waiting are waited for too. Each failure is
+        raised at most once; later ones from the same wait are dropped (they
+        were logged).
+        """
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+        if self._failures:
+            failures, self._failures = self._failures, []
+            raise failures[0]
+
+    async def settle(self, operation: SettlingOperation) -> None:
+        """Called by ``operation`` before it reads or changes the thread's entries: today, :meth:`flush`.
+
+        So every such operation sees the writes started before it, and the
+        first of them to run after a failed write raises that failure (the
+        write's own error type, e.g. :class:`EmbeddingFailedError`). This is
+        the one place to give an operation a different rule.
+        """
+        await self.flush()
+
+    async def close(self) -> None:
+        """Wait for the background writes; a failure is logged (it already was, as an error), not raised."""
+        try:
+            await self.flush()
+        except Exception as exc:
+            logger.debug("pending write failed before close: %s", type(exc).__name__)
