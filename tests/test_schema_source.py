@@ -91,14 +91,14 @@ def test_install_info_reports_the_newest_revision(server_dsn):
     assert SCHEMA_VERSION == int(REVISIONS[-1])
 
 
-def test_every_head_function_file_is_what_the_newest_revision_installs():
-    """Editing sql/schema/functions/<name>.sql needs a new revision that ships the change (docs/architecture.md)."""
-    assert sql_source.head_function_digests() == sql_source.read_function_lock()
+def test_every_head_file_is_what_the_newest_revision_installs():
+    """Editing a file in sql/schema needs a new revision that ships the change (docs/architecture.md)."""
+    assert sql_source.head_digests() == sql_source.read_lock()
 
 
 def test_every_head_function_file_defines_the_function_it_is_named_after():
     for name in sql_source.head_function_names():
-        source = sql_source.function_source(name)
+        source = sql_source.schema_source(f"functions/{name}.sql")
         assert source.count("create or replace function {{schema}}." + name + "(") == 1, name
         assert "create function" not in source and "alter function" not in source, name
 
@@ -121,7 +121,7 @@ def test_a_new_revision_ships_the_edit_and_still_replays_the_old_body(tmp_path, 
     for name, value in {"SQL_DIR": repo / "sql", "SCHEMA_DIR": repo / "sql" / "schema",
                         "FUNCTIONS_DIR": repo / "sql" / "schema" / "functions",
                         "MIGRATIONS_SQL_DIR": repo / "sql" / "migrations", "ALEMBIC_DIR": repo / "alembic",
-                        "FUNCTION_LOCK": repo / "sql" / "migrations" / "functions.sha256"}.items():
+                        "SCHEMA_LOCK": repo / "sql" / "migrations" / "schema.sha256"}.items():
         monkeypatch.setattr(sql_source, name, value)
 
     head = sql_source.FUNCTIONS_DIR / "recall_v2.sql"
@@ -132,18 +132,19 @@ def test_a_new_revision_ships_the_edit_and_still_replays_the_old_body(tmp_path, 
     changed += "-- a trailing note\n"
     added = "create or replace function {{schema}}.recall_v3() returns integer language sql as $$ select 3 $$;\n"
     (sql_source.FUNCTIONS_DIR / "recall_v3.sql").write_text(added)
+    manifest = sql_source.SCHEMA_DIR / "functions.sql"
+    manifest.write_text(manifest.read_text() + "\\ir functions/recall_v3.sql\n")
     # Committing the edit first does not matter: the released body is found by its digest.
     subprocess.run([*git, "commit", "-qam", "edit recall_v2"], check=True)
-    assert sql_source.head_function_digests() != sql_source.read_function_lock()
+    assert sql_source.head_digests() != sql_source.read_lock()
 
     written = {path.name for path in sql_source.new_revision("next")}
-    assert written == {"0008_next.sql", "0008_next.down.sql", "0008_next.py", "functions.sha256",
-                       "0008_next.functions.diff"}
-    assert sql_source.head_function_digests() == sql_source.read_function_lock()
+    assert written == {"0008_next.sql", "0008_next.down.sql", "0008_next.py", "schema.sha256", "0008_next.schema.diff"}
+    assert sql_source.head_digests() == sql_source.read_lock()
     assert list(sql_source.revisions())[-1] == "0008"
-    assert sql_source.function_source("recall_v2") == changed
-    assert sql_source.function_source("recall_v2", "0008") == changed
-    assert sql_source.function_source("recall_v2", "0007") == released
+    assert sql_source.schema_source("functions/recall_v2.sql") == changed
+    assert sql_source.schema_source("functions/recall_v2.sql", "0008") == changed
+    assert sql_source.schema_source("functions/recall_v2.sql", "0007") == released
     upgrade = sql_source.revision_template("0008", "upgrade")
     assert changed in upgrade and added in upgrade and "revoke execute on all functions" in upgrade
     downgrade_sql = sql_source.revision_template("0008", "downgrade")
@@ -151,14 +152,14 @@ def test_a_new_revision_ships_the_edit_and_still_replays_the_old_body(tmp_path, 
     # Revision 0007 keeps installing what it installed when it was released.
     at_0007 = sql_source.revision_template("0007", "upgrade")
     assert released in at_0007 and changed not in at_0007
-    with pytest.raises(FileNotFoundError):
-        sql_source.function_source("recall_v3", "0007")
+    assert "recall_v3" not in sql_source.schema_source("functions.sql", "0007")
+    assert "recall_v3" in sql_source.expand(sql_source.SCHEMA_DIR / "install.sql", None)
     # The revision runs: up to 0008 and back gives exactly a fresh 0007.
     down_file = sql_source.MIGRATIONS_SQL_DIR / "0008_next.down.sql"
     down_file.write_text(down_file.read_text().replace("recall_v3(/* its argument types */)", "recall_v3()"))
     config = SchemaConfig(dimensions=16)
-    at_0007, through_0008 = server_dsn("src_rev_0007"), server_dsn("src_rev_0008")
-    migrate(at_0007, config, "0007")
+    fresh_0007, through_0008 = server_dsn("src_rev_0007"), server_dsn("src_rev_0008")
+    migrate(fresh_0007, config, "0007")
     migrate(through_0008, config)
     with psycopg.connect(through_0008) as conn:
         assert conn.execute("select version_num from prism_memory.alembic_version").fetchone() == ("0008",)
@@ -167,8 +168,8 @@ def test_a_new_revision_ships_the_edit_and_still_replays_the_old_body(tmp_path, 
         assert conn.execute("select has_function_privilege('public', 'prism_memory.recall_v3()', 'execute')"
                             ).fetchone() == (False,)
     downgrade(through_0008, config, "0007")
-    assert _diff(catalog(at_0007), catalog(through_0008)) == ""
+    assert _diff(catalog(fresh_0007), catalog(through_0008)) == ""
     # An edit made without a revision no longer matches the shipped diff's context.
     head.write_text(changed.replace("(0008)", "(0009)"))
-    with pytest.raises(sql_source.DeltaError, match="0008_next.functions.diff"):
-        sql_source.function_source("recall_v2", "0007")
+    with pytest.raises(sql_source.DeltaError, match="0008_next.schema.diff"):
+        sql_source.schema_source("functions/recall_v2.sql", "0007")

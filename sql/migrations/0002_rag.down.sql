@@ -18,11 +18,4 @@ drop function if exists {{schema}}.rag_assert_generation_v1(bigint);
 drop function if exists {{schema}}.rag_assert_scope_v1(text, text);
 drop table if exists {{rag_source_version}};
 drop table if exists {{rag_chunk}};
-create or replace function {{schema}}.install_info_v1()
-returns table (schema_version integer, table_name text, dimensions integer, vector_schema text)
-language sql stable
-as $$
-  select 1, {{table_literal}}::text, {{dimensions}}::integer, n.nspname::text
-  from pg_catalog.pg_extension x join pg_catalog.pg_namespace n on n.oid = x.extnamespace
-  where x.extname = 'vector'
-$$;
+\ir ../schema/functions/install_info_v1.sql

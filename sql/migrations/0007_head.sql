@@ -3,8 +3,8 @@
 -- From this revision on, every function's live definition is the file
 -- sql/schema/functions/<name>.sql, with its attributes in its CREATE
 -- statement; this revision (re)creates all of them from there (as they were
--- at 0007: see prism_memory/sql_source.py), which leaves every body and
--- attribute as 0006 had them but for:
+-- at 0007: see prism_memory/sql_source.py). 0007_head.schema.diff shows what
+-- changed; every body and attribute stays as 0006 had it but for:
 --
 -- * recall_v1 and correct_v1 are retired: dropped, with their grants.
 --   recall_v2 answers every recall_v1 call (same arguments, plus optional
@@ -16,7 +16,7 @@
 -- * install_info_v1 reports schema revision 7.
 --
 -- Frozen once released: a later change to a function ships as that
--- revision's NNNN_<name>.functions.diff (docs/architecture.md).
+-- revision's NNNN_<name>.schema.diff (docs/architecture.md).
 
 {{pin_search_path}}
 
