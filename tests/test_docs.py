@@ -189,7 +189,9 @@ def run_block(block: Block, workdir: Path, make_database) -> list[str]:
         if (workdir / "pgdata").exists():
             subprocess.run([sys.executable, "-m", "prism_memory", "server", "stop"], env=env, capture_output=True, timeout=60)
     if finished.returncode != 0:
-        raise AssertionError(f"{block.name} exited {finished.returncode}\n--- stdout\n{finished.stdout}\n--- stderr\n{finished.stderr}")
+        raise AssertionError(
+            f"{block.name} exited {finished.returncode}\n--- stdout\n{finished.stdout}\n--- stderr\n{finished.stderr}"
+        )
     return [line.rstrip() for line in finished.stdout.splitlines()]
 
 
