@@ -257,7 +257,7 @@ def grant_app_role(dsn: str, role: str, config: SchemaConfig | None = None) -> N
         if owner_is_superuser and owner_is_superuser[0]:
             warnings.warn(
                 f"the functions of schema {config.schema!r} are owned by a superuser, so the API functions run as one; "
-                "migrate as a dedicated owner role for production (README, Security)",
+                "migrate as a dedicated owner role for production (docs/security.md)",
                 stacklevel=2,
             )
         vector_schema = conn.execute("select n.nspname from pg_extension x join pg_namespace n on n.oid = x.extnamespace "

@@ -1,4 +1,4 @@
-"""Recall scores, defined once (README, "Recall score" and "Composite scoring").
+"""Recall scores, defined once (docs/api.md, "Recall score" and "Composite scoring and explain").
 
 Default: ``score = similarity + LEXICAL_WEIGHT * lexical`` where ``similarity``
 is ``1 - cosine distance`` (pgvector ``<=>``) in [-1, 1] and ``lexical`` is the

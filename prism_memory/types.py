@@ -182,7 +182,7 @@ class RecallScoringOptions:
 
 @dataclass(frozen=True, slots=True)
 class RecallHit:
-    """A recall hit. Without scoring ``score = similarity + 0.25 * lexical`` (README, "Recall score").
+    """A recall hit. Without scoring ``score = similarity + 0.25 * lexical`` (docs/api.md, "Recall score").
 
     With :class:`RecallScoringOptions`, ``score`` is the blended score,
     ``recency`` (``0.5 ** (age_ms / half_life_ms)``, ``None`` without a
@@ -374,8 +374,8 @@ class MemoryLimits:
     bytes of the JSON document, at most 1 MiB), ``query_bytes`` (UTF-8 bytes of
     a recall query, at most 64 KiB), ``remember_entries`` (entries per
     ``remember`` call, at most 10,000), ``injected_tokens`` (tokens a context
-    provider may inject per call, at most 8,000; counted as README "Context
-    injection" says).
+    provider may inject per call, at most 8,000; counted as docs/api.md, "Context
+    injection", says).
 
     Raises :class:`LimitExceededError` when a value is not an ``int`` or is out of range.
     """
