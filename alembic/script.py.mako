@@ -1,20 +1,11 @@
 """${message}
 
 Revision ID: ${up_revision}
-Revises: ${down_revision | comma,n}
+Revises: ${down_revision}
 """
 
-from alembic import op
+from prism_memory.schema import revision_steps
 
-revision = ${repr(up_revision)}
-down_revision = ${repr(down_revision)}
-branch_labels = None
-depends_on = None
-
-
-def upgrade(schema_config) -> None:
-    ${upgrades if upgrades else "pass"}
-
-
-def downgrade(schema_config) -> None:
-    ${downgrades if downgrades else "pass"}
+revision, down_revision = "${up_revision}", "${down_revision}"
+branch_labels = depends_on = None
+upgrade, downgrade = revision_steps(revision)

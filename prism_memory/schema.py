@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import sql_source
@@ -126,12 +127,19 @@ class SchemaConfig:
             "stopwords": stopwords_sql_literal(),
             # Since revision 0002, every function created with "set search_path from current"
             # takes this path: built-ins first, the caller's temporary objects last.
-            "pin_search_path": (
-                "select pg_catalog.set_config('search_path', pg_catalog.format('pg_catalog, %I, %I, pg_temp', "
-                f"'{self.schema}', (select n.nspname from pg_catalog.pg_extension x "
-                "join pg_catalog.pg_namespace n on n.oid = x.extnamespace where x.extname = 'vector')), false);"
-            ),
+            "pin_search_path": _set_search_path("pg_catalog, %I, %I, pg_temp", self.schema),
+            # The path revision 0001 created its functions with (0004 replaced it).
+            "search_path_0001": _set_search_path("%I, %I, pg_catalog", self.schema),
         }
+
+
+def _set_search_path(pattern: str, schema: str) -> str:
+    """A statement setting the session's search_path to ``pattern`` (``%I``: the schema, then pgvector's schema)."""
+    return (
+        f"select pg_catalog.set_config('search_path', pg_catalog.format('{pattern}', '{schema}', "
+        "(select n.nspname from pg_catalog.pg_extension x join pg_catalog.pg_namespace n on n.oid = x.extnamespace "
+        "where x.extname = 'vector')), false);"
+    )
 
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -164,21 +172,31 @@ def render_revision(revision: str, config: SchemaConfig, part: str = "upgrade") 
     return render(template, config, reached) if template else ""
 
 
-def run_revision(revision: str, config: SchemaConfig, direction: str) -> None:
-    """Apply (``"upgrade"``) or revert (``"downgrade"``) one revision inside Alembic's migration transaction.
+def revision_steps(revision: str) -> tuple[Callable[..., None], Callable[..., None]]:
+    """The ``upgrade`` and ``downgrade`` of the ``alembic/versions`` module of ``revision``.
 
-    Called by the ``alembic/versions`` modules. An upgrade runs the revision's
-    SQL, then its vector-search part; a downgrade reverts them in the
-    opposite order.
+    Each runs inside Alembic's migration transaction with the target
+    :class:`SchemaConfig` (``schema_config=``, passed by ``alembic/env.py``).
+    An upgrade runs the revision's SQL, then its vector-search part; a
+    downgrade reverts them in the opposite order.
     """
-    from alembic import op
 
-    parts = ("upgrade", "vector_search") if direction == "upgrade" else ("vector_search_down", "downgrade")
-    for part in parts:
-        sql = render_revision(revision, config, part)
-        if sql:
-            # Straight to psycopg: no bind-parameter or percent processing of the DDL.
-            op.get_bind().connection.driver_connection.execute(sql)
+    def run(parts: tuple[str, str], schema_config: SchemaConfig) -> None:
+        from alembic import op
+
+        for part in parts:
+            sql = render_revision(revision, schema_config, part)
+            if sql:
+                # Straight to psycopg: no bind-parameter or percent processing of the DDL.
+                op.get_bind().connection.driver_connection.execute(sql)
+
+    def upgrade(schema_config: SchemaConfig) -> None:
+        run(("upgrade", "vector_search"), schema_config)
+
+    def downgrade(schema_config: SchemaConfig) -> None:
+        run(("vector_search_down", "downgrade"), schema_config)
+
+    return upgrade, downgrade
 
 
 #: The table Alembic records the revision in; the hand-rendered DDL writes it too (``alembic stamp``).

@@ -253,27 +253,6 @@ _REVOKE_FROM_PUBLIC = (
     "grant execute on function {{schema}}.install_info_v1() to public;\n"
 )
 
-_ALEMBIC_MODULE = '''"""{name}: say what this revision changes.
-
-Revision ID: {revision}
-Revises: {previous}
-"""
-
-from prism_memory.schema import run_revision
-
-revision = "{revision}"
-down_revision = "{previous}"
-branch_labels = None
-depends_on = None
-
-
-def upgrade(schema_config) -> None:
-    run_revision(revision, schema_config, "upgrade")
-
-
-def downgrade(schema_config) -> None:
-    run_revision(revision, schema_config, "downgrade")
-'''
 
 
 def new_revision(name: str) -> list[Path]:
@@ -291,6 +270,8 @@ def new_revision(name: str) -> list[Path]:
     version is not in git history.
     """
     import difflib
+
+    from mako.template import Template
 
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name == "vector_search":
         raise ValueError(f"revision name {name!r}: use lower-case letters, digits and '_'")
@@ -322,7 +303,8 @@ def new_revision(name: str) -> list[Path]:
     written = {
         MIGRATIONS_SQL_DIR / f"{stem}.sql": "".join(upgrade) + "\nreset search_path;\n",
         MIGRATIONS_SQL_DIR / f"{stem}.down.sql": "".join(downgrade) + "\nreset search_path;\n",
-        ALEMBIC_DIR / "versions" / f"{stem}.py": _ALEMBIC_MODULE.format(name=name, revision=revision, previous=previous),
+        ALEMBIC_DIR / "versions" / f"{stem}.py": Template(filename=str(ALEMBIC_DIR / "script.py.mako")).render(
+            message=f"{name}: say what this revision changes.", up_revision=revision, down_revision=previous),
         SCHEMA_LOCK: "".join(f"{digest}  {relative}\n" for relative, digest in sorted(head.items())),
     }
     if delta:

@@ -13,13 +13,14 @@
 from __future__ import annotations
 
 import difflib
+import hashlib
 import shutil
 import subprocess
 
 import psycopg
 import pytest
 from prism_memory import build_memory_ddl, build_vector_search_ddl, sql_source
-from prism_memory.schema import REVISIONS, SCHEMA_VERSION, SchemaConfig, downgrade, migrate
+from prism_memory.schema import REVISIONS, SCHEMA_VERSION, SchemaConfig, downgrade, migrate, render_revision
 
 from catalog import catalog, functions
 
@@ -81,6 +82,30 @@ def test_the_head_downgraded_to_a_revision_equals_a_fresh_migrate_to_it(server_d
     assert _diff(catalog(fresh), catalog(downgraded)) == ""
     with psycopg.connect(downgraded) as conn:
         assert conn.execute("select schema_version from prism_memory.install_info_v1()").fetchone() == (int(revision),)
+
+
+#: SHA-256 of each released revision's rendered SQL (upgrade, vector search, downgrade; pinned width 16;
+#: top-level comment lines left out). What a revision installs never changes once released, whatever
+#: happens to the head files it includes: a failure here means a released revision would now install
+#: something else. Add a revision here when it is released.
+RELEASED_RENDERINGS = {
+    "0001": "0486d85c130dc79e092ec5faa690c45c4f72d429fda2282b4eabf0061d3d6bf3",
+    "0002": "2528f3776257914abc7db2b3fe55a0a6b41e0433de44edb2c1315779bd5f6727",
+    "0003": "096bb6414298925d1fc240e6edceb64e1b61ae8d43068c153af2275d32bf7894",
+    "0004": "ae586e3e4903078d17d924b80a8bf89217193086bec238ea31ce526ef0e66796",
+    "0005": "3f058bea3271747a1abe03d17daa8555f45d5190e7ce8a56414943d7b7910cce",
+    "0006": "8f9595de7406ef348af219de761499e5e6fac7006dba0483657661fe7203dc97",
+    "0007": "b896cb374496b7b9fa548ad0d264c91e8e955b8b191198d61dec4f1f3afef21b",
+}
+
+
+@pytest.mark.parametrize("revision", sorted(RELEASED_RENDERINGS))
+def test_a_released_revision_renders_as_it_did_when_released(revision):
+    config = SchemaConfig(dimensions=16)
+    text = "".join(render_revision(revision, config, part)
+                   for part in ("upgrade", "vector_search", "vector_search_down", "downgrade"))
+    uncommented = "\n".join(line for line in text.split("\n") if not line.startswith("--"))
+    assert hashlib.sha256(uncommented.encode()).hexdigest() == RELEASED_RENDERINGS[revision]
 
 
 def test_install_info_reports_the_newest_revision(server_dsn):

@@ -4,17 +4,8 @@ Revision ID: 0004
 Revises: 0003
 """
 
-from prism_memory.schema import run_revision
+from prism_memory.schema import revision_steps
 
-revision = "0004"
-down_revision = "0003"
-branch_labels = None
-depends_on = None
-
-
-def upgrade(schema_config) -> None:
-    run_revision(revision, schema_config, "upgrade")
-
-
-def downgrade(schema_config) -> None:
-    run_revision(revision, schema_config, "downgrade")
+revision, down_revision = "0004", "0003"
+branch_labels = depends_on = None
+upgrade, downgrade = revision_steps(revision)

@@ -4,17 +4,8 @@ Revision ID: 0006
 Revises: 0005
 """
 
-from prism_memory.schema import run_revision
+from prism_memory.schema import revision_steps
 
-revision = "0006"
-down_revision = "0005"
-branch_labels = None
-depends_on = None
-
-
-def upgrade(schema_config) -> None:
-    run_revision(revision, schema_config, "upgrade")
-
-
-def downgrade(schema_config) -> None:
-    run_revision(revision, schema_config, "downgrade")
+revision, down_revision = "0006", "0005"
+branch_labels = depends_on = None
+upgrade, downgrade = revision_steps(revision)

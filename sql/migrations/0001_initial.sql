@@ -17,13 +17,7 @@ create schema if not exists {{schema}};
 -- Functions below are created with "set search_path from current": this
 -- install's schema, the schema holding pgvector, then pg_catalog. Callers'
 -- own search_path never changes what a function resolves. Reset at the end.
-select pg_catalog.set_config(
-  'search_path',
-  pg_catalog.format('%I, %I, pg_catalog', {{schema_literal}},
-    (select n.nspname from pg_catalog.pg_extension x
-     join pg_catalog.pg_namespace n on n.oid = x.extnamespace
-     where x.extname = 'vector')),
-  false);
+{{search_path_0001}}
 
 \ir ../schema/functions/lexical_terms_v1.sql
 

@@ -39,13 +39,7 @@ alter function {{schema}}.set_consent_v1(text, text, text, text, boolean, text, 
 alter function {{schema}}.share_with_v1(text, text, text, text, text, text[], timestamptz, timestamptz) security invoker;
 alter function {{schema}}.update_working_v1(text, text, text, jsonb, bigint) security invoker;
 grant execute on all functions in schema {{schema}} to public;
-select pg_catalog.set_config(
-  'search_path',
-  pg_catalog.format('%I, %I, pg_catalog', {{schema_literal}},
-    (select n.nspname from pg_catalog.pg_extension x
-     join pg_catalog.pg_namespace n on n.oid = x.extnamespace
-     where x.extname = 'vector')),
-  false);
+{{search_path_0001}}
 do $$
 declare
   v_function regprocedure;

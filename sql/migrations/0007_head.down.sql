@@ -3,13 +3,7 @@
 
 -- tombstone_from_sources_v1 has an SQL-standard body, which revision 0004
 -- left on revision 0001's search_path.
-select pg_catalog.set_config(
-  'search_path',
-  pg_catalog.format('%I, %I, pg_catalog', {{schema_literal}},
-    (select n.nspname from pg_catalog.pg_extension x
-     join pg_catalog.pg_namespace n on n.oid = x.extnamespace
-     where x.extname = 'vector')),
-  false);
+{{search_path_0001}}
 \ir ../schema/functions/tombstone_from_sources_v1.sql
 
 {{pin_search_path}}
