@@ -36,17 +36,14 @@ class Embedder(Protocol):
     async def embed(self, texts: list[str]) -> list[list[float]]: ...
 
 
-def assert_finite_vector(vector: object, label: str = "embedding", expected_length: int | None = None) -> list[float]:
-    """Check one embedding and return it as ``list[float]``.
+def embedding_values(vector: object, label: str = "embedding") -> list[float]:
+    """One embedding as the ``list[float]`` sent to pgvector, checked for what cannot be sent.
 
     Raises :class:`InvalidEmbeddingError` when ``vector`` is not a non-empty
-    sequence (``list``, ``tuple``, 1-D numpy array) of real numbers, contains NaN or ±Infinity, is wider than 16,000
-    (pgvector's limit), or has an L2 norm outside [1e-15, 1e15] after
-    rounding to float32 (zero has no cosine; pgvector sums squares in float32,
-    so larger norms overflow and smaller ones underflow), and
-    :class:`DimensionMismatchError` when ``expected_length`` is given and
-    differs. Seed: "Every embedding is a non-empty finite number vector";
-    ``assert_embedding_v1`` applies the same bounds in SQL.
+    sequence (``list``, ``tuple``, 1-D numpy array) of real numbers, contains
+    NaN or ±Infinity, or is wider than 16,000 (pgvector's limit). Python-only:
+    a non-number or a number too large for a float cannot be sent as
+    ``float32``. The norm and width rules are :func:`assert_finite_vector`'s.
     """
     one_dimensional_array = isinstance(vector, np.ndarray) and vector.ndim == 1
     if not one_dimensional_array and (isinstance(vector, (str, bytes, bytearray)) or not isinstance(vector, Sequence)):
@@ -66,6 +63,21 @@ def assert_finite_vector(vector: object, label: str = "embedding", expected_leng
         raise InvalidEmbeddingError(f"{label} is empty")
     if len(values) > MAX_DIMENSIONS:
         raise InvalidEmbeddingError(f"{label} has {len(values)} dimensions; pgvector stores at most {MAX_DIMENSIONS}")
+    return values
+
+
+def assert_finite_vector(vector: object, label: str = "embedding", expected_length: int | None = None) -> list[float]:
+    """Check one embedding and return it as ``list[float]``.
+
+    Raises :class:`InvalidEmbeddingError` as :func:`embedding_values` does, and
+    when its L2 norm is outside [1e-15, 1e15] after rounding to float32 (zero
+    has no cosine; pgvector sums squares in float32, so larger norms overflow
+    and smaller ones underflow); :class:`DimensionMismatchError` when
+    ``expected_length`` is given and differs. Seed: "Every embedding is a
+    non-empty finite number vector"; ``assert_embedding_v1`` (PM003) applies
+    the same bounds in SQL.
+    """
+    values = embedding_values(vector, label)
     if expected_length is not None and len(values) != expected_length:
         raise DimensionMismatchError(f"{label} has {len(values)} dimensions, expected {expected_length}")
     with np.errstate(over="ignore"):

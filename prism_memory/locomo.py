@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from .errors import InvalidEntryError, ValidationError
 from .types import MemoryEntry
-from .validation import check_unique_ids, to_entry
+from .checks import check_unique_ids, to_entry
 
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _EVIDENCE_SEPARATOR = re.compile(r"[;,\s]+")

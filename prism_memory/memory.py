@@ -50,18 +50,20 @@ from .types import (
     WorkingMemoryRecord,
     check_int_option,
 )
-from .validation import (
+from .checks import (
+    MAX_ENTRY_ID_BYTES,
     check_aware,
     check_consent_change,
     check_entry,
+    check_id,
     check_scope,
     check_scope_id,
     check_scoring,
     check_shared_ids,
     check_unique_ids,
-    json_document,
     to_entry,
 )
+from .jsoncodec import json_document, text_bytes
 from .working import WorkingMemoryHook, WorkingMemoryValidator, render_template
 
 logger = logging.getLogger("prism_memory")
@@ -368,12 +370,7 @@ class Memory:
             raise LimitExceededError(f"explain must be a bool, got {explain!r}")
         if not isinstance(query, str) or not query.strip():
             raise InvalidQueryError("the recall query must be a non-blank string")
-        try:
-            size = len(query.encode("utf-8"))
-        except UnicodeEncodeError as exc:
-            raise InvalidQueryError("the recall query contains a lone surrogate") from exc
-        if "\x00" in query:
-            raise InvalidQueryError("the recall query contains a NUL character")
+        size = len(text_bytes(query, "the recall query", InvalidQueryError))
         if size > self.limits.query_bytes:
             raise PayloadTooLargeError(f"the recall query is {size} bytes, over limits.query_bytes={self.limits.query_bytes}")
         query = self._redaction.text(query) if self._redaction.active else query
@@ -488,9 +485,7 @@ class Memory:
 
     @staticmethod
     def _entry_id(entry_id: object) -> str:
-        if not isinstance(entry_id, str) or not entry_id.strip():
-            raise InvalidEntryError(f"entry id must be a non-blank string, got {entry_id!r}")
-        return entry_id
+        return check_id(entry_id, "entry id", MAX_ENTRY_ID_BYTES, InvalidEntryError)
 
     async def set_consent(
         self,
