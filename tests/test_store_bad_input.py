@@ -5,9 +5,12 @@ Each case names where the rule lives: a SQLSTATE when the Postgres store must
 pass the input through to the SQL function (the typed error's ``__cause__``
 is the psycopg error with that SQLSTATE), or ``PYTHON`` when the input cannot
 be sent (a type or an encoding) or the rule is one the SQL function lacks. In
-every case both stores raise the same error type and nothing is written.
+every case both stores raise the same error type and nothing is written,
+and where both messages name the failing entry or chunk by its position in
+the batch, they name the same one.
 """
 
+import re
 from datetime import datetime, timedelta, timezone
 
 import psycopg
@@ -80,6 +83,7 @@ CASES = [
     ("blank lineage source", remember(metadata={"_lineage": {"sourceIds": [" "]}}), InvalidEntryError, "PM002"),
     ("unknown consent source", remember(consent=MemoryConsent(source="robot")), InvalidEntryError, "PM002"),
     ("consent before year 1", remember(consent=MemoryConsent(granted_at=datetime(1, 1, 1, tzinfo=timezone.utc))), InvalidEntryError, PYTHON),
+    ("second entry blank", lambda s, w: s.remember(THREAD, [record(), record(id="b", text=" ")], now=NOW), InvalidEntryError, "PM002"),
     ("duplicate ids", lambda s, w: s.remember(THREAD, [record(), record()], now=NOW), InvalidEntryError, "PM002"),
     ("zero embedding", remember(embedding=[0.0] * 64), InvalidEmbeddingError, "PM003"),
     ("widths differ in a batch", lambda s, w: s.remember(THREAD, [record(), record(id="b", embedding=[1.0] * 3)], now=NOW), DimensionMismatchError, "PM004"),
@@ -152,10 +156,15 @@ RAG_CASES += [
     ("rag blank after_id", lambda s, w: s.get_by_source("t1", "kb", "s1", after_id=" "), InvalidEntryError, PYTHON),
     ("rag blank delete id", lambda s, w: s.delete("t1", "kb", ids=[" "]), InvalidEntryError, PYTHON),
     ("rag negative checked version", lambda s, w: s.check_source_access("t1", "s1", RagAccessConstraint("ada"), access_version=-1), InvalidEntryError, PYTHON),
+    ("rag second chunk blank", lambda s, w: s.upsert("t1", "kb", [chunk(), chunk(id="c2", source_id=" ")]), InvalidEntryError, "PM002"),
     ("rag empty upsert, blank scope", lambda s, w: s.upsert("t1", " ", []), InvalidScopeError, "PM001"),
     ("rag 1025 groups", lambda s, w: s.query("t1", "kb", ONE, authorization=RagAccessConstraint("a", tuple(map(str, range(1025))))), InvalidAuthorizationError, "PM013"),
     ("rag filter over 64 KiB", lambda s, w: s.query("t1", "kb", ONE, filter={"k": "v" * 70000}), PayloadTooLargeError, "PM006"),
 ]
+
+
+#: "entry 2", "chunk 1": a batch position, as remember_v1 / rag_upsert_v1 and the emulator word it.
+POSITION = re.compile(r"\b(entry|chunk) (\d+)\b")
 
 
 async def _state(store, working):
@@ -188,6 +197,9 @@ async def test_bad_input_to_the_stores_raises_the_same_type_from_sql_and_from_th
     postgres = await _raised(backends.postgres, call)
     assert type(emulated) is error and type(postgres) is error, (emulated, postgres)
     assert isinstance(postgres, PrismMemoryError)
+    positions = [POSITION.search(str(exc)) for exc in (emulated, postgres)]
+    if all(positions):
+        assert positions[0].groups() == positions[1].groups(), (str(emulated), str(postgres))
     cause = postgres.__cause__
     if rule == PYTHON:  # refused before anything was sent
         assert not isinstance(cause, psycopg.Error), cause
