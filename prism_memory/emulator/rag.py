@@ -25,19 +25,8 @@ from ..errors import (
     InvalidQueryError,
     StoreError,
 )
+from .. import ragargs
 from ..lexical import lexical_terms
-from ..ragargs import (
-    access_version_argument,
-    chunk_arguments,
-    delete_arguments,
-    generation_argument,
-    grant_arguments,
-    read_arguments,
-    reader_argument,
-    scope_arguments,
-    source_arguments,
-    source_page_arguments,
-)
 from ..types import RagAccessConstraint, RagChunk, RagMatch, StoredChunk
 from .rules import (
     check_chunks,
@@ -168,7 +157,7 @@ class EmulatorRagStore:
         reader: RagAccessConstraint | None,
         generation: int | None,
     ) -> tuple[tuple[str, str], list[_Chunk]]:
-        """Mirror of ``rag_read_generation_v1`` plus ``rag_where_v1``, after :func:`read_arguments`: (key, candidates)."""
+        """Mirror of ``rag_read_generation_v1`` plus ``rag_where_v1``, after :func:`ragargs.read_arguments`: (key, candidates)."""
         wanted = check_rag_read(tenant_id, scope, top_k, filter, reader, generation)
         key = (tenant_id, scope)
         read_generation = self._current_generation(key) if generation is None else int(generation)  # type: ignore[arg-type]
@@ -183,9 +172,9 @@ class EmulatorRagStore:
 
     async def upsert(self, tenant_id: str, scope: str, chunks: Sequence[RagChunk], *, generation: int | None = None) -> int:
         """Mirror of ``rag_upsert_v1``."""
-        scope_arguments(tenant_id, scope)
-        generation_argument(generation)
-        arguments = chunk_arguments(chunks)
+        ragargs.scope_arguments(tenant_id, scope)
+        ragargs.generation_argument(generation)
+        arguments = ragargs.chunk_arguments(chunks)
         check_rag_scope(tenant_id, scope)
         check_generation(generation)
         if not chunks:
@@ -218,7 +207,7 @@ class EmulatorRagStore:
         generation: int | None = None,
     ) -> list[RagMatch]:
         """Mirror of ``rag_query_v1`` (always the exact path)."""
-        document, reader = read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
+        document, reader = ragargs.read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
         values = embedding_values(embedding, "query embedding")
         key, candidates = self._candidates(tenant_id, scope, top_k, document, reader, generation)
         query = float32(values, "query embedding")
@@ -241,7 +230,7 @@ class EmulatorRagStore:
         generation: int | None = None,
     ) -> list[RagMatch]:
         """Mirror of ``rag_lexical_query_v1``: share of the query's distinct terms held, chunks with at least one."""
-        document, reader = read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
+        document, reader = ragargs.read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
         check_text(text, "the query text", InvalidQueryError)
         _, candidates = self._candidates(tenant_id, scope, top_k, document, reader, generation)
         check_query_text(text)
@@ -264,8 +253,8 @@ class EmulatorRagStore:
         limit: int = 1000,
     ) -> list[StoredChunk]:
         """Mirror of ``rag_get_by_source_v1``."""
-        _, reader = read_arguments(tenant_id, scope, 1, None, authorization, generation)
-        source_page_arguments(source_id, after_id, limit)
+        _, reader = ragargs.read_arguments(tenant_id, scope, 1, None, authorization, generation)
+        ragargs.source_page_arguments(source_id, after_id, limit)
         _, candidates = self._candidates(tenant_id, scope, 1, None, reader, generation)
         check_source_page(source_id, limit)
         chosen = sorted(
@@ -291,7 +280,7 @@ class EmulatorRagStore:
         generation: int | None = None,
     ) -> int:
         """Mirror of ``rag_delete_v1``: chunks matching every criterion given, in every generation unless one is named."""
-        listed = delete_arguments(tenant_id, scope, ids, source_id, generation)
+        listed = ragargs.delete_arguments(tenant_id, scope, ids, source_id, generation)
         check_rag_delete(tenant_id, scope, listed, source_id, generation)
         wanted = None if listed is None else set(listed)
         async with self._writing():
@@ -309,14 +298,14 @@ class EmulatorRagStore:
 
     async def get_current_generation(self, tenant_id: str, scope: str) -> int:
         """Mirror of ``rag_get_generation_v1``: the pointer, 0 when never set."""
-        scope_arguments(tenant_id, scope)
+        ragargs.scope_arguments(tenant_id, scope)
         check_rag_scope(tenant_id, scope)
         return self._current_generation((tenant_id, scope))
 
     async def set_current_generation(self, tenant_id: str, scope: str, generation: int) -> int:
         """Mirror of ``rag_set_generation_v1``."""
-        scope_arguments(tenant_id, scope)
-        generation_argument(generation)
+        ragargs.scope_arguments(tenant_id, scope)
+        ragargs.generation_argument(generation)
         check_rag_scope(tenant_id, scope)
         check_generation(generation, required=True)
         async with self._writing():
@@ -333,7 +322,7 @@ class EmulatorRagStore:
         access_version: int,
     ) -> int:
         """Mirror of ``rag_set_source_access_v1``: replace the source's grants at a version that never goes back."""
-        principals, groups = grant_arguments(tenant_id, source_id, principal_ids, group_ids, access_version)
+        principals, groups = ragargs.grant_arguments(tenant_id, source_id, principal_ids, group_ids, access_version)
         check_source_grants(tenant_id, source_id, principals, groups, access_version)
         version = access_version
         grants = frozenset([("principal", grantee) for grantee in principals] + [("group", grantee) for grantee in groups])
@@ -353,9 +342,9 @@ class EmulatorRagStore:
         access_version: int | None = None,
     ) -> bool:
         """Mirror of ``rag_check_source_access_v1``."""
-        source_arguments(tenant_id, source_id)
-        access_version_argument(access_version)
-        reader = check_source_reader(tenant_id, source_id, reader_argument(authorization))
+        ragargs.source_arguments(tenant_id, source_id)
+        ragargs.access_version_argument(access_version)
+        reader = check_source_reader(tenant_id, source_id, ragargs.reader_argument(authorization))
         return self._holds_grant(tenant_id, source_id, reader, access_version)
 
     def transaction(self) -> AbstractAsyncContextManager[EmulatorRagStore]:

@@ -18,18 +18,7 @@ import psycopg
 from ..checks import check_text
 from ..embedding import embedding_values
 from ..errors import InvalidQueryError, StoreError
-from ..ragargs import (
-    access_version_argument,
-    chunk_arguments,
-    delete_arguments,
-    generation_argument,
-    grant_arguments,
-    read_arguments,
-    reader_argument,
-    scope_arguments,
-    source_arguments,
-    source_page_arguments,
-)
+from .. import ragargs
 from ..schema import SchemaConfig
 from ..types import RagAccessConstraint, RagChunk, RagMatch, StoredChunk
 from .errors import translate
@@ -48,8 +37,8 @@ class PostgresRagStore:
     def _read_args(
         tenant_id: str, scope: str, top_k: int, filter: object, authorization: object, generation: object
     ) -> tuple[Any, ...]:
-        """Checked (:func:`read_arguments`) and as ``READ_ARGS`` binds them: filter, acl, principal, groups, generation."""
-        document, reader = read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
+        """Checked (:func:`ragargs.read_arguments`) and as ``READ_ARGS`` binds them: filter, acl, principal, groups, generation."""
+        document, reader = ragargs.read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
         return (
             document,
             reader is not None,
@@ -60,9 +49,9 @@ class PostgresRagStore:
 
     async def upsert(self, tenant_id: str, scope: str, chunks: Sequence[RagChunk], *, generation: int | None = None) -> int:
         """``rag_upsert_v1``: one transaction, all chunks or none."""
-        scope_arguments(tenant_id, scope)
-        generation_argument(generation)
-        arguments = chunk_arguments(chunks)
+        ragargs.scope_arguments(tenant_id, scope)
+        ragargs.generation_argument(generation)
+        arguments = ragargs.chunk_arguments(chunks)
         [(written,)] = await self._fetch(
             self.queries.rag_upsert,
             (
@@ -128,7 +117,7 @@ class PostgresRagStore:
     ) -> list[StoredChunk]:
         """``rag_get_by_source_v1``."""
         _, acl, principal, groups, _ = self._read_args(tenant_id, scope, 1, None, authorization, generation)
-        source_page_arguments(source_id, after_id, limit)
+        ragargs.source_page_arguments(source_id, after_id, limit)
         rows = await self._fetch(
             self.queries.rag_get_by_source,
             (tenant_id, scope, source_id, after_id, limit, acl, principal, groups, generation),
@@ -150,7 +139,7 @@ class PostgresRagStore:
         generation: int | None = None,
     ) -> int:
         """``rag_delete_v1``."""
-        listed = delete_arguments(tenant_id, scope, ids, source_id, generation)
+        listed = ragargs.delete_arguments(tenant_id, scope, ids, source_id, generation)
         [(deleted,)] = await self._fetch(
             self.queries.rag_delete,
             (tenant_id, scope, listed, source_id, generation),
@@ -160,14 +149,14 @@ class PostgresRagStore:
 
     async def get_current_generation(self, tenant_id: str, scope: str) -> int:
         """``rag_get_generation_v1``: the pointer, 0 when never set."""
-        scope_arguments(tenant_id, scope)
+        ragargs.scope_arguments(tenant_id, scope)
         [(generation,)] = await self._fetch(self.queries.rag_get_generation, (tenant_id, scope))
         return int(generation)
 
     async def set_current_generation(self, tenant_id: str, scope: str, generation: int) -> int:
         """``rag_set_generation_v1``."""
-        scope_arguments(tenant_id, scope)
-        generation_argument(generation)
+        ragargs.scope_arguments(tenant_id, scope)
+        ragargs.generation_argument(generation)
         [(current,)] = await self._fetch(self.queries.rag_set_generation, (tenant_id, scope, generation))
         return int(current)
 
@@ -181,7 +170,7 @@ class PostgresRagStore:
         access_version: int,
     ) -> int:
         """``rag_set_source_access_v1``."""
-        principals, groups = grant_arguments(tenant_id, source_id, principal_ids, group_ids, access_version)
+        principals, groups = ragargs.grant_arguments(tenant_id, source_id, principal_ids, group_ids, access_version)
         [(granted,)] = await self._fetch(
             self.queries.rag_set_source_access, (tenant_id, source_id, principals, groups, access_version)
         )
@@ -196,9 +185,9 @@ class PostgresRagStore:
         access_version: int | None = None,
     ) -> bool:
         """``rag_check_source_access_v1``."""
-        source_arguments(tenant_id, source_id)
-        access_version_argument(access_version)
-        reader = reader_argument(authorization)
+        ragargs.source_arguments(tenant_id, source_id)
+        ragargs.access_version_argument(access_version)
+        reader = ragargs.reader_argument(authorization)
         [(allowed,)] = await self._fetch(
             self.queries.rag_check_source_access,
             (tenant_id, source_id, None if reader is None else reader.principal_id,
