@@ -27,13 +27,15 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
+
+from .embedding import embedding_values
 from .errors import (
     InvalidEntryError,
     InvalidScopeError,
     InvalidScoringError,
     PayloadTooLargeError,
 )
-from .embedding import embedding_values
 from .jsoncodec import json_document, json_text, load_json, text_bytes
 from .types import (
     CONSENT_SCOPES,
@@ -323,7 +325,7 @@ def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, 
 # --- Store calls: shapes SQL cannot see ---------------------------------------
 
 
-def record_arguments(records: object) -> list[tuple[str, list[float]]]:
+def record_arguments(records: object) -> list[tuple[str, np.ndarray]]:
     """The records of a ``remember`` checked for what cannot be sent; returns each one's (metadata JSON, embedding).
 
     Raises :class:`InvalidEntryError` for a non-list or non-:class:`EntryRecord`,

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from .checks import MAX_ENTRY_ID_BYTES, check_access_version, check_id, check_int, check_text, check_texts
 from .embedding import embedding_values
 from .errors import (
@@ -69,7 +71,7 @@ def read_arguments(
     return document, reader_argument(authorization)
 
 
-def chunk_arguments(chunks: object) -> list[tuple[str, list[float]]]:
+def chunk_arguments(chunks: object) -> list[tuple[str, np.ndarray]]:
     """An ``upsert`` batch: a list of :class:`RagChunk`; returns each chunk's (metadata JSON text, embedding).
 
     Raises :class:`InvalidEntryError` for a non-list, a non-chunk, an id,

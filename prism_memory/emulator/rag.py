@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import ragargs
 from ..checks import check_text
 from ..embedding import embedding_values
 from ..errors import (
@@ -25,7 +26,6 @@ from ..errors import (
     InvalidQueryError,
     StoreError,
 )
-from .. import ragargs
 from ..lexical import lexical_terms
 from ..types import RagAccessConstraint, RagChunk, RagMatch, StoredChunk
 from .rules import (

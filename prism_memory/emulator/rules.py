@@ -90,7 +90,7 @@ def check_source_id(source_id: object) -> str:
 
 
 def check_chunks(
-    chunks: Sequence[RagChunk], arguments: Sequence[tuple[str, list[float]]]
+    chunks: Sequence[RagChunk], arguments: Sequence[tuple[str, np.ndarray]]
 ) -> list[tuple[dict[str, Any], np.ndarray]]:
     """``rag_upsert_v1``'s checks of a batch, after :func:`prism_memory.ragargs.chunk_arguments` (``arguments``:
     each chunk's metadata JSON text and embedding); returns each chunk's (stored metadata, float32 embedding).

@@ -25,35 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import (
-    DimensionMismatchError,
-    EntryNotFoundError,
-    InvalidEntryError,
-    InvalidQueryError,
-    LifecycleOrderError,
-    LimitExceededError,
-    LineageLimitError,
-    PayloadTooLargeError,
-    WorkingMemoryValidationError,
-    WorkingMemoryVersionConflict,
-)
-from ..explain import explain_hits
-from ..lexical import lexical_terms
-from ..scoring import CANDIDATE_FACTOR, LEXICAL_WEIGHT, importance_used, recency, scoring_weights
-from ..types import (
-    HARD_CAPS,
-    AdjacentEntry,
-    ConsentChange,
-    EntryRecord,
-    MemoryConsent,
-    MemoryRecord,
-    RecallHit,
-    RecallResult,
-    RecallScoringOptions,
-    Scope,
-    WorkingMemoryRecord,
-    check_int_option,
-)
 from ..checks import (
     check_aware,
     check_batch_writes,
@@ -70,7 +41,36 @@ from ..checks import (
     scope_texts,
 )
 from ..embedding import embedding_values
+from ..errors import (
+    DimensionMismatchError,
+    EntryNotFoundError,
+    InvalidEntryError,
+    InvalidQueryError,
+    LifecycleOrderError,
+    LimitExceededError,
+    LineageLimitError,
+    PayloadTooLargeError,
+    WorkingMemoryValidationError,
+    WorkingMemoryVersionConflict,
+)
+from ..explain import explain_hits
 from ..jsoncodec import json_document, load_json
+from ..lexical import lexical_terms
+from ..scoring import CANDIDATE_FACTOR, LEXICAL_WEIGHT, importance_used, recency, scoring_weights
+from ..types import (
+    HARD_CAPS,
+    AdjacentEntry,
+    ConsentChange,
+    EntryRecord,
+    MemoryConsent,
+    MemoryRecord,
+    RecallHit,
+    RecallResult,
+    RecallScoringOptions,
+    Scope,
+    WorkingMemoryRecord,
+    check_int_option,
+)
 from .rag import EmulatorRagStore
 from .rules import STORE_WORKING_MEMORY_BYTES, check_records
 from .vectors import float32, norm_squared
@@ -183,8 +183,8 @@ class MemoryVectorStore(EmulatorRagStore):
         """Mirror of ``remember_v1``: validate, upsert all records, re-derive their tombstones, walk from the invalid ones."""
         scope_texts(scope)
         arguments = record_arguments(records)
-        self._key(scope)
         if not records:
+            self._key(scope)  # remember_v1 checks the scope before it returns for no entries
             return 0, []
         checked = self._check_write(scope, records, arguments)
         with self._restored_on_error([self._key(scope)]):
@@ -196,20 +196,19 @@ class MemoryVectorStore(EmulatorRagStore):
         """Mirror of ``remember_batch_v1``: each thread checked then written, in (resource, thread) code-point
         order, so the first failure is the one SQL meets; on a failure every thread of the batch is restored."""
         check_batch_writes(writes)
+        arguments = {scope: record_arguments(records) for scope, records in writes}  # all types first, as Postgres
         order = sorted((scope for scope, records in writes if records), key=lambda s: (s.resource_id, s.thread_id))
         by_scope = dict(writes)
         now = now or _now()
         results: dict[Scope, tuple[int, list[str]]] = {}
         with self._restored_on_error([self._key(scope) for scope in order]):
             for scope in order:
-                records = by_scope[scope]
-                results[scope] = await self._write(
-                    scope, records, *self._check_write(scope, records, record_arguments(records)), now
-                )
+                checked = self._check_write(scope, by_scope[scope], arguments[scope])
+                results[scope] = await self._write(scope, by_scope[scope], *checked, now)
         return [results.get(scope, (0, [])) for scope, _records in writes]
 
     def _check_write(
-        self, scope: Scope, records: Sequence[EntryRecord], arguments: list[tuple[str, list[float]]]
+        self, scope: Scope, records: Sequence[EntryRecord], arguments: list[tuple[str, np.ndarray]]
     ) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
         """remember_v1's checks, after :func:`record_arguments`, before anything is written: each record's
         stored metadata and float32 embedding."""

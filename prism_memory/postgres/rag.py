@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from .. import ragargs
 from ..checks import check_text
 from ..embedding import embedding_values
 from ..errors import InvalidQueryError, StoreError
-from .. import ragargs
 from ..schema import SchemaConfig
 from ..types import RagAccessConstraint, RagChunk, RagMatch, StoredChunk
 from .errors import translate

@@ -17,21 +17,6 @@ from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from ..errors import PrismMemoryError, SchemaVersionError, StoreError
-from ..explain import explain_hits
-from ..schema import SCHEMA_VERSION, SchemaConfig, migrate
-from ..types import (
-    AdjacentEntry,
-    ConsentChange,
-    EntryRecord,
-    MemoryConsent,
-    MemoryRecord,
-    RecallHit,
-    RecallResult,
-    RecallScoringOptions,
-    Scope,
-    WorkingMemoryRecord,
-)
 from ..checks import (
     check_aware,
     check_batch_writes,
@@ -45,8 +30,30 @@ from ..checks import (
     scoring_numbers,
 )
 from ..embedding import embedding_values
-from ..errors import InvalidEntryError, InvalidQueryError, LimitExceededError, WorkingMemoryValidationError
+from ..errors import (
+    InvalidEntryError,
+    InvalidQueryError,
+    LimitExceededError,
+    PrismMemoryError,
+    SchemaVersionError,
+    StoreError,
+    WorkingMemoryValidationError,
+)
+from ..explain import explain_hits
 from ..jsoncodec import json_text
+from ..schema import SCHEMA_VERSION, SchemaConfig, migrate
+from ..types import (
+    AdjacentEntry,
+    ConsentChange,
+    EntryRecord,
+    MemoryConsent,
+    MemoryRecord,
+    RecallHit,
+    RecallResult,
+    RecallScoringOptions,
+    Scope,
+    WorkingMemoryRecord,
+)
 from .errors import translate, wrap_exceptions
 from .queries import Queries, build_queries, install_info_query
 from .rag import PostgresRagStore, PostgresRagTransaction, pooled_transaction
