@@ -16,8 +16,10 @@ What lives here, and why it is Python's job:
 The rules that only mirror SQL for the emulator live in
 :mod:`prism_memory.emulator.rules`; the Postgres adapters leave those rules
 to the SQL functions' own SQLSTATEs (:data:`prism_memory.errors.SQLSTATE_ERRORS`).
-The rules come from the seed specification (``memory.md``: "Validation and
-hard caps", "Consent", "Lineage") unless a docstring says otherwise.
+The rules come from the seed specification (``memory.md``: "Inputs /
+request", "Composite recall scoring", "Security and performance notes":
+hard caps, payload limits, finite embeddings) and from this project's SQL
+functions, which each docstring names.
 """
 
 from __future__ import annotations
@@ -109,6 +111,10 @@ def check_access_version(value: object, what: str = "access_version") -> int:
     return value  # type: ignore[return-value]
 
 
+_EARLIEST = datetime(1, 1, 2, tzinfo=timezone.utc)
+_LATEST = datetime(9999, 12, 30, tzinfo=timezone.utc)
+
+
 def check_aware(value: object, what: str, error: type[Exception] = InvalidEntryError) -> datetime | None:
     """Return ``value`` if it is ``None`` or a timezone-aware ``datetime`` within years 1..9999 in UTC, else raise ``error``.
 
@@ -120,7 +126,7 @@ def check_aware(value: object, what: str, error: type[Exception] = InvalidEntryE
     if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
         raise error(f"{what} must be a timezone-aware datetime, got {value!r}")
     try:
-        in_range = datetime(1, 1, 2, tzinfo=timezone.utc) <= value.astimezone(timezone.utc) <= datetime(9999, 12, 30, tzinfo=timezone.utc)
+        in_range = _EARLIEST <= value.astimezone(timezone.utc) <= _LATEST
     except OverflowError:
         in_range = False
     if not in_range:
@@ -133,8 +139,11 @@ def scope_texts(scope: object) -> tuple[str, str, str | None]:
     else :class:`InvalidScopeError`. The id rule itself is ``assert_scope_v1``'s (:func:`check_scope`)."""
     if not isinstance(scope, Scope):
         raise InvalidScopeError(f"scope must be a Scope, got {type(scope).__name__}")
-    thread = None if scope.thread_id is None else check_text(scope.thread_id, "thread_id", InvalidScopeError)
-    return check_text(scope.tenant_id, "tenant_id", InvalidScopeError), check_text(scope.resource_id, "resource_id", InvalidScopeError), thread
+    return (
+        check_text(scope.tenant_id, "tenant_id", InvalidScopeError),
+        check_text(scope.resource_id, "resource_id", InvalidScopeError),
+        None if scope.thread_id is None else check_text(scope.thread_id, "thread_id", InvalidScopeError),
+    )
 
 
 # --- The id rule --------------------------------------------------------------
@@ -247,7 +256,9 @@ def check_consent(consent: object, where: str) -> MemoryConsent | None:
     if not isinstance(consent, MemoryConsent):
         raise InvalidEntryError(f"{where}: consent must be a MemoryConsent, got {type(consent).__name__}")
     if consent.source not in CONSENT_SOURCES or consent.scope not in CONSENT_SCOPES or not isinstance(consent.visible, bool):
-        raise InvalidEntryError(f"{where}: consent needs a source in {CONSENT_SOURCES}, a scope in {CONSENT_SCOPES} and a bool visible")
+        raise InvalidEntryError(
+            f"{where}: consent needs a source in {CONSENT_SOURCES}, a scope in {CONSENT_SCOPES} and a bool visible"
+        )
     check_consent_change(ConsentChange(consent.visible, consent.source, consent.scope, consent.granted_at, consent.revoked_at))
     return consent
 

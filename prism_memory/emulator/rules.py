@@ -188,7 +188,9 @@ def check_rag_delete(tenant_id: str, scope: str, ids: list[str] | None, source_i
         raise LimitExceededError(f"delete takes at most {MAX_RAG_BATCH} ids per call, got {len(ids)}")
 
 
-def check_source_grants(tenant_id: str, source_id: str, principal_ids: list[str], group_ids: list[str], access_version: int) -> None:
+def check_source_grants(
+    tenant_id: str, source_id: str, principal_ids: list[str], group_ids: list[str], access_version: int
+) -> None:
     """``rag_set_source_access_v1``: tenant (PM001), source id and access version (PM002), at most 1,024 grants
     (:class:`LimitExceededError`, PM005), each id by the id rule (:class:`InvalidAuthorizationError`, PM013)."""
     check_scope_id("tenant_id", tenant_id)

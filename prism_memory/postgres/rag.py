@@ -37,7 +37,7 @@ class PostgresRagStore:
     def _read_args(
         tenant_id: str, scope: str, top_k: int, filter: object, authorization: object, generation: object
     ) -> tuple[Any, ...]:
-        """Checked (:func:`ragargs.read_arguments`) and as ``READ_ARGS`` binds them: filter, acl, principal, groups, generation."""
+        """Checked (:func:`ragargs.read_arguments`), as ``READ_ARGS`` binds them: filter, acl, principal, groups, generation."""
         document, reader = ragargs.read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
         return (
             document,
