@@ -324,13 +324,12 @@ class EmulatorRagStore:
         """Mirror of ``rag_set_source_access_v1``: replace the source's grants at a version that never goes back."""
         principals, groups = ragargs.grant_arguments(tenant_id, source_id, principal_ids, group_ids, access_version)
         check_source_grants(tenant_id, source_id, principals, groups, access_version)
-        version = access_version
         grants = frozenset([("principal", grantee) for grantee in principals] + [("group", grantee) for grantee in groups])
         async with self._writing():
             stored = self._rag.acl.get((tenant_id, source_id))
-            if stored is not None and version < stored[0]:
-                raise AccessVersionConflict(f"source {source_id} is at access version {stored[0]}, newer than {version}")
-            self._rag.acl[(tenant_id, source_id)] = (version, grants)
+            if stored is not None and access_version < stored[0]:
+                raise AccessVersionConflict(f"source {source_id} is at access version {stored[0]}, newer than {access_version}")
+            self._rag.acl[(tenant_id, source_id)] = (access_version, grants)
         return len(grants)
 
     async def check_source_access(
