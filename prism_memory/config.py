@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from .checks import check_aware
 from .embedding import Embedder
 from .errors import ConfigurationError
 from .redaction import Redaction
 from .stores import VectorStore, WorkingStore
 from .types import MemoryLimits, Scope
-from .validation import check_aware
 from .working import WorkingMemoryValidator
 
 #: Host hook called with the invalidated entry ids after their tombstones land

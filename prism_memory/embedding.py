@@ -36,18 +36,34 @@ class Embedder(Protocol):
     async def embed(self, texts: list[str]) -> list[list[float]]: ...
 
 
-def assert_finite_vector(vector: object, label: str = "embedding", expected_length: int | None = None) -> list[float]:
-    """Check one embedding and return it as ``list[float]``.
+def embedding_values(vector: object, label: str = "embedding") -> np.ndarray:
+    """One embedding as the 1-D ``float64`` array sent to pgvector, checked for what cannot be sent.
 
     Raises :class:`InvalidEmbeddingError` when ``vector`` is not a non-empty
-    sequence (``list``, ``tuple``, 1-D numpy array) of real numbers, contains NaN or ±Infinity, is wider than 16,000
-    (pgvector's limit), or has an L2 norm outside [1e-15, 1e15] after
-    rounding to float32 (zero has no cosine; pgvector sums squares in float32,
-    so larger norms overflow and smaller ones underflow), and
-    :class:`DimensionMismatchError` when ``expected_length`` is given and
-    differs. Seed: "Every embedding is a non-empty finite number vector";
-    ``assert_embedding_v1`` applies the same bounds in SQL.
+    sequence (``list``, ``tuple``, 1-D numpy array) of real numbers (not
+    ``bool``), contains NaN or ±Infinity, or is wider than 16,000 (pgvector's
+    limit). Python-only: a non-number or a number too large for a float
+    cannot be sent as ``float32``. The norm and width rules are
+    :func:`assert_finite_vector`'s.
     """
+    if isinstance(vector, np.ndarray) and vector.ndim == 1 and vector.dtype.kind == "f":
+        values = vector.astype(np.float64)
+    elif isinstance(vector, (list, tuple)) and all(type(value) is float for value in vector):
+        values = np.asarray(vector, dtype=np.float64)  # the common case, without a Python loop per value
+    else:
+        values = np.asarray(_numbers(vector, label), dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        position = int(np.flatnonzero(~np.isfinite(values))[0])
+        raise InvalidEmbeddingError(f"{label}[{position}] is not finite: {float(values[position])!r}")
+    if values.size == 0:
+        raise InvalidEmbeddingError(f"{label} is empty")
+    if values.size > MAX_DIMENSIONS:
+        raise InvalidEmbeddingError(f"{label} has {values.size} dimensions; pgvector stores at most {MAX_DIMENSIONS}")
+    return values
+
+
+def _numbers(vector: object, label: str) -> list[float]:
+    """The values of a sequence of real numbers as floats (too large ones as infinity), else :class:`InvalidEmbeddingError`."""
     one_dimensional_array = isinstance(vector, np.ndarray) and vector.ndim == 1
     if not one_dimensional_array and (isinstance(vector, (str, bytes, bytearray)) or not isinstance(vector, Sequence)):
         raise InvalidEmbeddingError(f"{label} must be a sequence of numbers, got {type(vector).__name__}")
@@ -56,26 +72,34 @@ def assert_finite_vector(vector: object, label: str = "embedding", expected_leng
         if isinstance(value, bool) or not isinstance(value, (int, float)) and not _is_numpy_real(value):
             raise InvalidEmbeddingError(f"{label}[{position}] is not a number: {value!r}")
         try:
-            number = float(value)
+            values.append(float(value))
         except OverflowError:
-            number = math.inf
-        if not math.isfinite(number):
-            raise InvalidEmbeddingError(f"{label}[{position}] is not finite: {number!r}")
-        values.append(number)
-    if not values:
-        raise InvalidEmbeddingError(f"{label} is empty")
-    if len(values) > MAX_DIMENSIONS:
-        raise InvalidEmbeddingError(f"{label} has {len(values)} dimensions; pgvector stores at most {MAX_DIMENSIONS}")
-    if expected_length is not None and len(values) != expected_length:
-        raise DimensionMismatchError(f"{label} has {len(values)} dimensions, expected {expected_length}")
+            values.append(math.inf)
+    return values
+
+
+def assert_finite_vector(vector: object, label: str = "embedding", expected_length: int | None = None) -> list[float]:
+    """Check one embedding and return it as ``list[float]``.
+
+    Raises :class:`InvalidEmbeddingError` as :func:`embedding_values` does, and
+    when its L2 norm is outside [1e-15, 1e15] after rounding to float32 (zero
+    has no cosine; pgvector sums squares in float32, so larger norms overflow
+    and smaller ones underflow); :class:`DimensionMismatchError` when
+    ``expected_length`` is given and differs. Seed: "Every embedding is a
+    non-empty finite number vector"; ``assert_embedding_v1`` (PM003) applies
+    the same bounds in SQL.
+    """
+    values = embedding_values(vector, label)
+    if expected_length is not None and values.size != expected_length:
+        raise DimensionMismatchError(f"{label} has {values.size} dimensions, expected {expected_length}")
     with np.errstate(over="ignore"):
-        stored = np.asarray(values, dtype=np.float32).astype(np.float64)  # what pgvector keeps
+        stored = values.astype(np.float32).astype(np.float64)  # what pgvector keeps
     norm = math.sqrt(float(np.dot(stored, stored))) if np.all(np.isfinite(stored)) else math.inf
     if not MIN_NORM <= norm <= MAX_NORM:
         raise InvalidEmbeddingError(
             f"{label} has an L2 norm of {norm:.3g}; it must be between {MIN_NORM:g} and {MAX_NORM:g} (not zero)"
         )
-    return values
+    return values.tolist()
 
 
 def _is_numpy_real(value: object) -> bool:

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .checks import check_unique_ids, to_entry
 from .errors import InvalidEntryError, ValidationError
 from .types import MemoryEntry
-from .validation import check_unique_ids, to_entry
 
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _EVIDENCE_SEPARATOR = re.compile(r"[;,\s]+")

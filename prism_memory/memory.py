@@ -12,6 +12,19 @@ from datetime import datetime
 from typing import Any
 
 from . import lifecycle
+from .checks import (
+    MAX_ENTRY_ID_BYTES,
+    check_aware,
+    check_consent_change,
+    check_entry,
+    check_id,
+    check_scope,
+    check_scope_id,
+    check_scoring,
+    check_shared_ids,
+    check_unique_ids,
+    to_entry,
+)
 from .config import InvalidationHook, MemoryConfig, utc_now
 from .context import Extractor, MemoryContextProvider, WorkingMemoryProcessor
 from .embedding import Embedder, embed_batched
@@ -26,6 +39,7 @@ from .errors import (
     PayloadTooLargeError,
 )
 from .export import EXPORT_LIMITS, REBUILD_LIMITS, decode_cursor
+from .jsoncodec import json_document, text_bytes
 from .lifecycle import DELETE_BATCH
 from .redaction import Redaction, Redactor
 from .stores import VectorStore, WorkingStore
@@ -45,18 +59,6 @@ from .types import (
     Scope,
     WorkingMemoryRecord,
     check_int_option,
-)
-from .validation import (
-    check_aware,
-    check_consent_change,
-    check_entry,
-    check_scope,
-    check_scope_id,
-    check_scoring,
-    check_shared_ids,
-    check_unique_ids,
-    json_document,
-    to_entry,
 )
 from .working import WorkingMemoryHook, WorkingMemoryValidator, render_template
 from .write_queue import WriteQueue
@@ -276,12 +278,7 @@ class Memory:
             raise LimitExceededError(f"explain must be a bool, got {explain!r}")
         if not isinstance(query, str) or not query.strip():
             raise InvalidQueryError("the recall query must be a non-blank string")
-        try:
-            size = len(query.encode("utf-8"))
-        except UnicodeEncodeError as exc:
-            raise InvalidQueryError("the recall query contains a lone surrogate") from exc
-        if "\x00" in query:
-            raise InvalidQueryError("the recall query contains a NUL character")
+        size = len(text_bytes(query, "the recall query", InvalidQueryError))
         if size > self.limits.query_bytes:
             raise PayloadTooLargeError(f"the recall query is {size} bytes, over limits.query_bytes={self.limits.query_bytes}")
         redaction = self._config.redaction
@@ -387,9 +384,7 @@ class Memory:
 
     @staticmethod
     def _entry_id(entry_id: object) -> str:
-        if not isinstance(entry_id, str) or not entry_id.strip():
-            raise InvalidEntryError(f"entry id must be a non-blank string, got {entry_id!r}")
-        return entry_id
+        return check_id(entry_id, "entry id", MAX_ENTRY_ID_BYTES, InvalidEntryError)
 
     async def set_consent(
         self,

@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 
 from .errors import ConfigurationError, PayloadTooLargeError, WorkingMemoryValidationError
-from .validation import json_document, load_json
+from .jsoncodec import json_document, load_json
 
 #: Host hook: return ``True``/``None`` to accept, ``False`` to reject, or raise.
 WorkingMemoryHook = Callable[[dict[str, Any]], "bool | None"]

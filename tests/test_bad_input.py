@@ -1,4 +1,9 @@
-"""Bad input: a typed error before anything is written, on both backends, and stored data unchanged."""
+"""Bad input through the facade: a typed error before anything is written, on both backends, and stored data unchanged.
+
+The facade checks types, encodings and the per-memory limits before it embeds; the same bad input sent to
+the stores directly, where the SQL functions and the emulator's mirror of them are compared, is in
+tests/test_store_bad_input.py.
+"""
 
 import math
 

@@ -13,6 +13,7 @@ from prism_memory.schema import REVISIONS, SCHEMA_VERSION, SchemaConfig, downgra
 
 from catalog import catalog
 
+
 def tables(dsn: str, schema: str) -> list[str]:
     with psycopg.connect(dsn) as conn:
         rows = conn.execute("select tablename from pg_tables where schemaname = %s order by 1", (schema,)).fetchall()

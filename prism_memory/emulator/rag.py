@@ -17,14 +17,18 @@ from typing import Any
 
 import numpy as np
 
+from .. import ragargs
+from ..checks import check_text
+from ..embedding import embedding_values
 from ..errors import (
     AccessVersionConflict,
     DimensionMismatchError,
+    InvalidQueryError,
     StoreError,
 )
 from ..lexical import lexical_terms
 from ..types import RagAccessConstraint, RagChunk, RagMatch, StoredChunk
-from ..validation import (
+from .rules import (
     check_chunks,
     check_generation,
     check_query_text,
@@ -92,7 +96,9 @@ class EmulatorRagStore:
 
     Mixed into :class:`prism_memory.emulator.MemoryVectorStore`; see
     :class:`prism_memory.stores.RagVectorStore` for the contract. Each
-    method mirrors the SQL function named in its docstring. Writes outside a
+    method checks its arguments' types as the Postgres store does
+    (:mod:`prism_memory.ragargs`), then mirrors the SQL function named in its
+    docstring (its input rules: :mod:`prism_memory.emulator.rules`). Writes outside a
     transaction wait for an open transaction to end.
     """
 
@@ -147,12 +153,12 @@ class EmulatorRagStore:
         tenant_id: str,
         scope: str,
         top_k: int,
-        filter: object,
-        authorization: object,
-        generation: object,
-    ) -> tuple[tuple[str, str], int, list[_Chunk], RagAccessConstraint | None]:
-        """Mirror of ``rag_read_generation_v1`` plus ``rag_where_v1``: (key, generation, candidates, reader)."""
-        wanted, reader = check_rag_read(tenant_id, scope, top_k, filter, authorization, generation)
+        filter: str | None,
+        reader: RagAccessConstraint | None,
+        generation: int | None,
+    ) -> tuple[tuple[str, str], list[_Chunk]]:
+        """Mirror of ``rag_read_generation_v1`` plus ``rag_where_v1``, after :func:`ragargs.read_arguments`: (key, candidates)."""
+        wanted = check_rag_read(tenant_id, scope, top_k, filter, reader, generation)
         key = (tenant_id, scope)
         read_generation = self._current_generation(key) if generation is None else int(generation)  # type: ignore[arg-type]
         candidates = [
@@ -162,23 +168,25 @@ class EmulatorRagStore:
             and (wanted is None or json_contains(chunk.metadata, wanted))
             and self._readable(tenant_id, chunk, reader)
         ]
-        return key, read_generation, candidates, reader
+        return key, candidates
 
     async def upsert(self, tenant_id: str, scope: str, chunks: Sequence[RagChunk], *, generation: int | None = None) -> int:
         """Mirror of ``rag_upsert_v1``."""
+        ragargs.scope_arguments(tenant_id, scope)
+        ragargs.generation_argument(generation)
+        arguments = ragargs.chunk_arguments(chunks)
         check_rag_scope(tenant_id, scope)
         check_generation(generation)
-        checked = check_chunks(chunks, self.dimensions)
         if not chunks:
             return 0
+        checked = check_chunks(chunks, arguments)
         key = (tenant_id, scope)
         async with self._writing():
-            self._check_width(key, len(checked[0][1]))
+            self._check_width(key, checked[0][1].shape[0])
             target = self._current_generation(key) if generation is None else generation
             rows = self._rag.chunks.setdefault(key, {})
             now = datetime.now(timezone.utc)
-            for chunk, (metadata, vector) in zip(chunks, checked):
-                stored = float32(vector, "embedding")
+            for chunk, (metadata, stored) in zip(chunks, checked):
                 existing = rows.get((target, chunk.id))
                 rows[(target, chunk.id)] = _Chunk(
                     chunk.id, chunk.source_id, chunk.text, metadata, stored, norm_squared(stored),
@@ -199,8 +207,10 @@ class EmulatorRagStore:
         generation: int | None = None,
     ) -> list[RagMatch]:
         """Mirror of ``rag_query_v1`` (always the exact path)."""
-        key, _, candidates, _ = self._candidates(tenant_id, scope, top_k, filter, authorization, generation)
-        query = float32(embedding, "query embedding", self.dimensions)
+        document, reader = ragargs.read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
+        values = embedding_values(embedding, "query embedding")
+        key, candidates = self._candidates(tenant_id, scope, top_k, document, reader, generation)
+        query = float32(values, "query embedding")
         self._check_width(key, query.shape[0])
         query_double = query.astype(np.float64)
         query_norm = norm_squared(query)
@@ -220,7 +230,9 @@ class EmulatorRagStore:
         generation: int | None = None,
     ) -> list[RagMatch]:
         """Mirror of ``rag_lexical_query_v1``: share of the query's distinct terms held, chunks with at least one."""
-        _, _, candidates, _ = self._candidates(tenant_id, scope, top_k, filter, authorization, generation)
+        document, reader = ragargs.read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
+        check_text(text, "the query text", InvalidQueryError)
+        _, candidates = self._candidates(tenant_id, scope, top_k, document, reader, generation)
         check_query_text(text)
         terms = set(lexical_terms(text))
         if not terms:
@@ -241,8 +253,10 @@ class EmulatorRagStore:
         limit: int = 1000,
     ) -> list[StoredChunk]:
         """Mirror of ``rag_get_by_source_v1``."""
-        _, _, candidates, _ = self._candidates(tenant_id, scope, 1, None, authorization, generation)
-        check_source_page(source_id, after_id, limit)
+        _, reader = ragargs.read_arguments(tenant_id, scope, 1, None, authorization, generation)
+        ragargs.source_page_arguments(source_id, after_id, limit)
+        _, candidates = self._candidates(tenant_id, scope, 1, None, reader, generation)
+        check_source_page(source_id, limit)
         chosen = sorted(
             (chunk for chunk in candidates if chunk.source_id == source_id and (after_id is None or chunk.id > after_id)),
             key=lambda chunk: chunk.id,
@@ -266,8 +280,9 @@ class EmulatorRagStore:
         generation: int | None = None,
     ) -> int:
         """Mirror of ``rag_delete_v1``: chunks matching every criterion given, in every generation unless one is named."""
-        check_rag_delete(tenant_id, scope, ids, source_id, generation)
-        wanted = None if ids is None else set(ids)
+        listed = ragargs.delete_arguments(tenant_id, scope, ids, source_id, generation)
+        check_rag_delete(tenant_id, scope, listed, source_id, generation)
+        wanted = None if listed is None else set(listed)
         async with self._writing():
             rows = self._rag.chunks.get((tenant_id, scope), {})
             doomed = [
@@ -283,11 +298,14 @@ class EmulatorRagStore:
 
     async def get_current_generation(self, tenant_id: str, scope: str) -> int:
         """Mirror of ``rag_get_generation_v1``: the pointer, 0 when never set."""
+        ragargs.scope_arguments(tenant_id, scope)
         check_rag_scope(tenant_id, scope)
         return self._current_generation((tenant_id, scope))
 
     async def set_current_generation(self, tenant_id: str, scope: str, generation: int) -> int:
         """Mirror of ``rag_set_generation_v1``."""
+        ragargs.scope_arguments(tenant_id, scope)
+        ragargs.generation_argument(generation)
         check_rag_scope(tenant_id, scope)
         check_generation(generation, required=True)
         async with self._writing():
@@ -304,13 +322,14 @@ class EmulatorRagStore:
         access_version: int,
     ) -> int:
         """Mirror of ``rag_set_source_access_v1``: replace the source's grants at a version that never goes back."""
-        principals, groups, version = check_source_grants(tenant_id, source_id, principal_ids, group_ids, access_version)
+        principals, groups = ragargs.grant_arguments(tenant_id, source_id, principal_ids, group_ids, access_version)
+        check_source_grants(tenant_id, source_id, principals, groups, access_version)
         grants = frozenset([("principal", grantee) for grantee in principals] + [("group", grantee) for grantee in groups])
         async with self._writing():
             stored = self._rag.acl.get((tenant_id, source_id))
-            if stored is not None and version < stored[0]:
-                raise AccessVersionConflict(f"source {source_id} is at access version {stored[0]}, newer than {version}")
-            self._rag.acl[(tenant_id, source_id)] = (version, grants)
+            if stored is not None and access_version < stored[0]:
+                raise AccessVersionConflict(f"source {source_id} is at access version {stored[0]}, newer than {access_version}")
+            self._rag.acl[(tenant_id, source_id)] = (access_version, grants)
         return len(grants)
 
     async def check_source_access(
@@ -322,7 +341,9 @@ class EmulatorRagStore:
         access_version: int | None = None,
     ) -> bool:
         """Mirror of ``rag_check_source_access_v1``."""
-        reader = check_source_reader(tenant_id, source_id, authorization, access_version)
+        ragargs.source_arguments(tenant_id, source_id)
+        ragargs.access_version_argument(access_version)
+        reader = check_source_reader(tenant_id, source_id, ragargs.reader_argument(authorization))
         return self._holds_grant(tenant_id, source_id, reader, access_version)
 
     def transaction(self) -> AbstractAsyncContextManager[EmulatorRagStore]:

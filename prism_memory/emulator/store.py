@@ -25,10 +25,27 @@ from typing import Any
 
 import numpy as np
 
+from ..checks import (
+    check_aware,
+    check_batch_writes,
+    check_bool,
+    check_consent_change,
+    check_int,
+    check_scope,
+    check_scope_id,
+    check_scoring,
+    check_shared_ids,
+    check_text,
+    check_texts,
+    record_arguments,
+    scope_texts,
+)
+from ..embedding import embedding_values
 from ..errors import (
     DimensionMismatchError,
     EntryNotFoundError,
     InvalidEntryError,
+    InvalidQueryError,
     LifecycleOrderError,
     LimitExceededError,
     LineageLimitError,
@@ -37,6 +54,7 @@ from ..errors import (
     WorkingMemoryVersionConflict,
 )
 from ..explain import explain_hits
+from ..jsoncodec import json_document, load_json
 from ..lexical import lexical_terms
 from ..scoring import CANDIDATE_FACTOR, LEXICAL_WEIGHT, importance_used, recency, scoring_weights
 from ..types import (
@@ -53,20 +71,8 @@ from ..types import (
     WorkingMemoryRecord,
     check_int_option,
 )
-from ..validation import (
-    STORE_WORKING_MEMORY_BYTES,
-    check_aware,
-    check_batch_writes,
-    check_consent_change,
-    check_records,
-    check_scope,
-    check_scope_id,
-    check_scoring,
-    check_shared_ids,
-    json_document,
-    load_json,
-)
 from .rag import EmulatorRagStore
+from .rules import STORE_WORKING_MEMORY_BYTES, check_records
 from .vectors import float32, norm_squared
 from .vectors import similarity as cosine_similarity
 
@@ -139,8 +145,9 @@ class MemoryVectorStore(EmulatorRagStore):
 
     ``dimensions`` pins the embedding width like ``vector(N)``; unpinned, the
     first entry of a thread (or chunk of a RAG scope) fixes its width. Data
-    lives in this object only. Each method mirrors the SQL function named in
-    its docstring.
+    lives in this object only. Each method first checks its arguments' types
+    as the Postgres store does (:mod:`prism_memory.checks`), then mirrors the
+    SQL function named in its docstring (its input rules: :mod:`.rules`).
     """
 
     def __init__(self, dimensions: int | None = None) -> None:
@@ -174,9 +181,12 @@ class MemoryVectorStore(EmulatorRagStore):
         self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None
     ) -> tuple[int, list[str]]:
         """Mirror of ``remember_v1``: validate, upsert all records, re-derive their tombstones, walk from the invalid ones."""
+        scope_texts(scope)
+        arguments = record_arguments(records)
         if not records:
+            self._key(scope)  # remember_v1 checks the scope before it returns for no entries
             return 0, []
-        checked = self._check_write(scope, records)
+        checked = self._check_write(scope, records, arguments)
         with self._restored_on_error([self._key(scope)]):
             return await self._write(scope, records, *checked, now or _now())
 
@@ -186,25 +196,27 @@ class MemoryVectorStore(EmulatorRagStore):
         """Mirror of ``remember_batch_v1``: each thread checked then written, in (resource, thread) code-point
         order, so the first failure is the one SQL meets; on a failure every thread of the batch is restored."""
         check_batch_writes(writes)
+        arguments = {scope: record_arguments(records) for scope, records in writes}  # all types first, as Postgres
         order = sorted((scope for scope, records in writes if records), key=lambda s: (s.resource_id, s.thread_id))
         by_scope = dict(writes)
         now = now or _now()
         results: dict[Scope, tuple[int, list[str]]] = {}
         with self._restored_on_error([self._key(scope) for scope in order]):
             for scope in order:
-                results[scope] = await self._write(scope, by_scope[scope], *self._check_write(scope, by_scope[scope]),
-                                                   now)
+                checked = self._check_write(scope, by_scope[scope], arguments[scope])
+                results[scope] = await self._write(scope, by_scope[scope], *checked, now)
         return [results.get(scope, (0, [])) for scope, _records in writes]
 
-    def _check_write(self, scope: Scope, records: Sequence[EntryRecord]) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
-        """remember_v1's checks, before anything is written: each record's stored metadata and float32 embedding."""
+    def _check_write(
+        self, scope: Scope, records: Sequence[EntryRecord], arguments: list[tuple[str, np.ndarray]]
+    ) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
+        """remember_v1's checks, after :func:`record_arguments`, before anything is written: each record's
+        stored metadata and float32 embedding."""
+        self._key(scope)
         metadata = check_records(records)
-        vectors = [float32(record.embedding, f"embedding of entry {record.id!r}") for record in records]
+        vectors = [float32(values, f"embedding of entry {record.id!r}") for record, (_, values) in zip(records, arguments)]
         if len({vector.shape[0] for vector in vectors}) > 1:
             raise DimensionMismatchError("the embeddings in one batch differ in dimensions")
-        for record in records:
-            for moment in (record.consent.granted_at, record.consent.revoked_at) if record.consent else ():
-                check_aware(moment, "consent time")
         self._check_dimensions(self._threads.get(self._key(scope), {}), vectors[0].shape[0])
         return metadata, vectors
 
@@ -310,17 +322,19 @@ class MemoryVectorStore(EmulatorRagStore):
     ) -> RecallResult:
         """Mirror of ``recall_v2``: own thread plus live grants, the consent gate, an exact scored scan,
         the optional composite re-rank of the top ``top_k * 4``, adjacency, and gate counts."""
+        scope_texts(scope)
+        values = embedding_values(query_embedding, "query embedding")
+        check_text(query_text, "the query text", InvalidQueryError)
+        if share_from_parent_thread_id is not None:  # the 256-byte cap is Python's: recall_v2 checks blank only
+            check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
+        scoring = check_scoring(scoring)  # scoring_weights_v1 runs first, in recall_v2's declare
+        check_bool(explain, "explain", LimitExceededError)
         key = self._key(scope)
         check_int_option("top_k", top_k, 1, HARD_CAPS["top_k"])
         check_int_option("message_range", message_range, 0, HARD_CAPS["message_range"])
-        if len((query_text or "").encode("utf-8")) > HARD_CAPS["query_bytes"]:
+        if len(query_text.encode("utf-8")) > HARD_CAPS["query_bytes"]:
             raise PayloadTooLargeError("the query text is over the 64 KiB hard cap")
-        if share_from_parent_thread_id is not None:
-            check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
-        scoring = check_scoring(scoring)
-        if not isinstance(explain, bool):
-            raise LimitExceededError(f"explain must be a bool, got {explain!r}")
-        query = float32(query_embedding, "query embedding")
+        query = float32(values, "query embedding")
         self._check_dimensions(self._threads.get(key, {}), query.shape[0])
         now = now or _now()
 
@@ -414,6 +428,10 @@ class MemoryVectorStore(EmulatorRagStore):
         now: datetime | None = None,
     ) -> int:
         """Mirror of ``share_with_v1``: grant the child's read of ``source_ids``; no ids revokes."""
+        scope_texts(scope)
+        scope_texts(Scope(scope.tenant_id, child_resource_id, child_thread_id))
+        check_texts(source_ids, "shared ids", InvalidEntryError)
+        check_aware(expires_at, "expires_at")
         self._key(scope)
         check_scope(Scope(scope.tenant_id, child_resource_id, child_thread_id), thread_required=True)
         if (child_resource_id, child_thread_id) == (scope.resource_id, scope.thread_id):
@@ -653,7 +671,7 @@ class MemoryWorkingStore:
         document = json_document(data, "working memory", WorkingMemoryValidationError)
         if len(document.encode("utf-8")) > STORE_WORKING_MEMORY_BYTES:
             raise PayloadTooLargeError("working memory is over the 8 MiB hard cap of the store")
-        if expected_version is not None and expected_version < 0:
+        if expected_version is not None and check_int(expected_version, "expected_version", LimitExceededError) < 0:
             raise LimitExceededError(f"expected_version must be >= 0, got {expected_version}")
         key = (scope.tenant_id, scope.resource_id, scope.thread_id or "")
         current = self._records.get(key)

@@ -1,8 +1,9 @@
 """The Postgres RAG vector store: one ``rag_*_v1`` call per operation.
 
-Input is checked in Python first (the same checks as the emulator, so both
-raise the same typed errors before anything is sent); the SQL functions check
-again for callers that are not this package.
+Python checks only what SQL cannot see (:mod:`prism_memory.ragargs`: types,
+encodings, the JSON codec, and the few rules the SQL functions lack); every
+other rule is the SQL function's, raised as its SQLSTATE and mapped to the
+same error type the emulator raises (:func:`prism_memory.postgres.errors.translate`).
 """
 
 from __future__ import annotations
@@ -13,23 +14,13 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from psycopg.types.json import Jsonb
 
-from ..embedding import assert_finite_vector
-from ..errors import StoreError
+from .. import ragargs
+from ..checks import check_text
+from ..embedding import embedding_values
+from ..errors import InvalidQueryError, StoreError
 from ..schema import SchemaConfig
 from ..types import RagAccessConstraint, RagChunk, RagMatch, StoredChunk
-from ..validation import (
-    check_chunks,
-    check_generation,
-    check_query_text,
-    check_rag_delete,
-    check_rag_read,
-    check_rag_scope,
-    check_source_grants,
-    check_source_page,
-    check_source_reader,
-)
 from .errors import translate
 from .queries import Queries
 
@@ -46,10 +37,10 @@ class PostgresRagStore:
     def _read_args(
         tenant_id: str, scope: str, top_k: int, filter: object, authorization: object, generation: object
     ) -> tuple[Any, ...]:
-        """Checked (:func:`check_rag_read`) and as ``READ_ARGS`` binds them: filter, acl, principal, groups, generation."""
-        wanted, reader = check_rag_read(tenant_id, scope, top_k, filter, authorization, generation)
+        """Checked (:func:`ragargs.read_arguments`), as ``READ_ARGS`` binds them: filter, acl, principal, groups, generation."""
+        document, reader = ragargs.read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
         return (
-            None if wanted is None else Jsonb(wanted),
+            document,
             reader is not None,
             None if reader is None else reader.principal_id,
             [] if reader is None else list(reader.group_ids),
@@ -58,11 +49,9 @@ class PostgresRagStore:
 
     async def upsert(self, tenant_id: str, scope: str, chunks: Sequence[RagChunk], *, generation: int | None = None) -> int:
         """``rag_upsert_v1``: one transaction, all chunks or none."""
-        check_rag_scope(tenant_id, scope)
-        check_generation(generation)
-        checked = check_chunks(chunks, self.config.dimensions)
-        if not chunks:
-            return 0
+        ragargs.scope_arguments(tenant_id, scope)
+        ragargs.generation_argument(generation)
+        arguments = ragargs.chunk_arguments(chunks)
         [(written,)] = await self._fetch(
             self.queries.rag_upsert,
             (
@@ -71,8 +60,8 @@ class PostgresRagStore:
                 [chunk.id for chunk in chunks],
                 [chunk.source_id for chunk in chunks],
                 [chunk.text for chunk in chunks],
-                [np.asarray(vector, dtype=np.float32) for _, vector in checked],
-                [Jsonb(metadata) for metadata, _ in checked],
+                [np.asarray(vector, dtype=np.float32) for _, vector in arguments],
+                [metadata for metadata, _ in arguments],
                 [chunk.access_version for chunk in chunks],
                 generation,
             ),
@@ -92,7 +81,7 @@ class PostgresRagStore:
     ) -> list[RagMatch]:
         """``rag_query_v1``."""
         read = self._read_args(tenant_id, scope, top_k, filter, authorization, generation)
-        vector = assert_finite_vector(embedding, "query embedding", self.config.dimensions)
+        vector = embedding_values(embedding, "query embedding")
         rows = await self._fetch(
             self.queries.rag_query, (tenant_id, scope, np.asarray(vector, dtype=np.float32), top_k, *read)
         )
@@ -111,7 +100,7 @@ class PostgresRagStore:
     ) -> list[RagMatch]:
         """``rag_lexical_query_v1``."""
         read = self._read_args(tenant_id, scope, top_k, filter, authorization, generation)
-        check_query_text(text)
+        check_text(text, "the query text", InvalidQueryError)
         rows = await self._fetch(self.queries.rag_lexical_query, (tenant_id, scope, text, top_k, *read))
         return [_match(row) for row in rows]
 
@@ -128,7 +117,7 @@ class PostgresRagStore:
     ) -> list[StoredChunk]:
         """``rag_get_by_source_v1``."""
         _, acl, principal, groups, _ = self._read_args(tenant_id, scope, 1, None, authorization, generation)
-        check_source_page(source_id, after_id, limit)
+        ragargs.source_page_arguments(source_id, after_id, limit)
         rows = await self._fetch(
             self.queries.rag_get_by_source,
             (tenant_id, scope, source_id, after_id, limit, acl, principal, groups, generation),
@@ -150,24 +139,24 @@ class PostgresRagStore:
         generation: int | None = None,
     ) -> int:
         """``rag_delete_v1``."""
-        check_rag_delete(tenant_id, scope, ids, source_id, generation)
+        listed = ragargs.delete_arguments(tenant_id, scope, ids, source_id, generation)
         [(deleted,)] = await self._fetch(
             self.queries.rag_delete,
-            (tenant_id, scope, None if ids is None else list(ids), source_id, generation),
+            (tenant_id, scope, listed, source_id, generation),
             idempotent=False,
         )
         return int(deleted)
 
     async def get_current_generation(self, tenant_id: str, scope: str) -> int:
         """``rag_get_generation_v1``: the pointer, 0 when never set."""
-        check_rag_scope(tenant_id, scope)
+        ragargs.scope_arguments(tenant_id, scope)
         [(generation,)] = await self._fetch(self.queries.rag_get_generation, (tenant_id, scope))
         return int(generation)
 
     async def set_current_generation(self, tenant_id: str, scope: str, generation: int) -> int:
         """``rag_set_generation_v1``."""
-        check_rag_scope(tenant_id, scope)
-        check_generation(generation, required=True)
+        ragargs.scope_arguments(tenant_id, scope)
+        ragargs.generation_argument(generation)
         [(current,)] = await self._fetch(self.queries.rag_set_generation, (tenant_id, scope, generation))
         return int(current)
 
@@ -181,9 +170,9 @@ class PostgresRagStore:
         access_version: int,
     ) -> int:
         """``rag_set_source_access_v1``."""
-        principals, groups, version = check_source_grants(tenant_id, source_id, principal_ids, group_ids, access_version)
+        principals, groups = ragargs.grant_arguments(tenant_id, source_id, principal_ids, group_ids, access_version)
         [(granted,)] = await self._fetch(
-            self.queries.rag_set_source_access, (tenant_id, source_id, principals, groups, version)
+            self.queries.rag_set_source_access, (tenant_id, source_id, principals, groups, access_version)
         )
         return int(granted)
 
@@ -196,10 +185,13 @@ class PostgresRagStore:
         access_version: int | None = None,
     ) -> bool:
         """``rag_check_source_access_v1``."""
-        reader = check_source_reader(tenant_id, source_id, authorization, access_version)
+        ragargs.source_arguments(tenant_id, source_id)
+        ragargs.access_version_argument(access_version)
+        reader = ragargs.reader_argument(authorization)
         [(allowed,)] = await self._fetch(
             self.queries.rag_check_source_access,
-            (tenant_id, source_id, reader.principal_id, list(reader.group_ids), access_version),
+            (tenant_id, source_id, None if reader is None else reader.principal_id,
+             [] if reader is None else list(reader.group_ids), access_version),
         )
         return bool(allowed)
 

@@ -17,8 +17,30 @@ from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from ..errors import PrismMemoryError, SchemaVersionError, StoreError
+from ..checks import (
+    check_aware,
+    check_batch_writes,
+    check_bool,
+    check_int,
+    check_scope_id,
+    check_text,
+    check_texts,
+    record_arguments,
+    scope_texts,
+    scoring_numbers,
+)
+from ..embedding import embedding_values
+from ..errors import (
+    InvalidEntryError,
+    InvalidQueryError,
+    LimitExceededError,
+    PrismMemoryError,
+    SchemaVersionError,
+    StoreError,
+    WorkingMemoryValidationError,
+)
 from ..explain import explain_hits
+from ..jsoncodec import json_text
 from ..schema import SCHEMA_VERSION, SchemaConfig, migrate
 from ..types import (
     AdjacentEntry,
@@ -32,7 +54,6 @@ from ..types import (
     Scope,
     WorkingMemoryRecord,
 )
-from ..validation import check_batch_writes, check_scoring
 from .errors import translate, wrap_exceptions
 from .queries import Queries, build_queries, install_info_query
 from .rag import PostgresRagStore, PostgresRagTransaction, pooled_transaction
@@ -75,7 +96,12 @@ class _PostgresBase:
 
 class PostgresVectorStore(_PostgresBase, PostgresRagStore):
     """:class:`prism_memory.stores.VectorStore` over ``remember_v1`` / ``recall_v2`` and friends, and
-    :class:`prism_memory.stores.RagVectorStore` over the ``rag_*_v1`` functions (:class:`PostgresRagStore`)."""
+    :class:`prism_memory.stores.RagVectorStore` over the ``rag_*_v1`` functions (:class:`PostgresRagStore`).
+
+    Python checks only what SQL cannot see (:mod:`prism_memory.checks`: types
+    and encodings); the SQL functions check the rules and raise SQLSTATEs that
+    map to the error types the emulator raises.
+    """
 
     def transaction(self) -> AbstractAsyncContextManager[PostgresRagTransaction]:
         """All or nothing: ``async with store.transaction() as tx:`` runs ``tx``'s RAG calls on one
@@ -87,8 +113,10 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None
     ) -> tuple[int, list[str]]:
         """One ``remember_v1`` call: the batch is written in one transaction or not at all."""
+        scope_ids = _scope(scope)
+        arrays = _entry_arrays(records)
         [(written, invalidated)] = await self._fetch(
-            self.queries.remember, (*_scope(scope), *_entry_arrays(records), now or datetime.now(timezone.utc))
+            self.queries.remember, (*scope_ids, *arrays, now or datetime.now(timezone.utc))
         )
         return int(written), list(invalidated)
 
@@ -128,12 +156,18 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         explain: bool = False,
     ) -> RecallResult:
         """One ``recall_v2`` call; rows come back hits first (by rank), then gate counts, then adjacent entries."""
-        scoring = check_scoring(scoring)
+        scope_ids = _scope(scope)
+        vector = embedding_values(query_embedding, "query embedding")
+        check_text(query_text, "the query text", InvalidQueryError)
+        if share_from_parent_thread_id is not None:  # recall_v2 checks it is not blank, not its 256-byte cap
+            check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
+        scoring = scoring_numbers(scoring)
+        check_bool(explain, "explain", LimitExceededError)
         rows = await self._fetch(
             self.queries.recall,
             (
-                *_scope(scope),
-                np.asarray(query_embedding, dtype=np.float32),
+                *scope_ids,
+                np.asarray(vector, dtype=np.float32),
                 query_text,
                 top_k,
                 message_range,
@@ -158,7 +192,8 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
                 removed[entry_id] = rank
             else:
                 adjacent.append(AdjacentEntry(entry_id, text, metadata, sequence, importance, thread_id, resource_id))
-        return RecallResult(hits, adjacent, explain_hits(hits, scoring, removed) if explain else None)
+        weighted = scoring is not None and (scoring.recency_weight is not None or scoring.importance_weight is not None)
+        return RecallResult(hits, adjacent, explain_hits(hits, scoring if weighted else None, removed) if explain else None)
 
     async def share_with(
         self,
@@ -170,9 +205,11 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         now: datetime | None = None,
     ) -> int:
         """One ``share_with_v1`` call: grant (or, with no ids, revoke) the child's read of ``source_ids``."""
+        child = _scope(Scope(scope.tenant_id, child_resource_id, child_thread_id))
+        ids = check_texts(source_ids, "shared ids", InvalidEntryError)
         [(granted,)] = await self._fetch(
             self.queries.share_with,
-            (*_scope(scope), child_resource_id, child_thread_id, list(source_ids), expires_at, now or datetime.now(timezone.utc)),
+            (*_scope(scope), *child[1:], ids, check_aware(expires_at, "expires_at"), now or datetime.now(timezone.utc)),
         )
         return int(granted)
 
@@ -259,7 +296,8 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
 
 
 def _scope(scope: Scope) -> tuple[str, str, str | None]:
-    return (scope.tenant_id, scope.resource_id, scope.thread_id)
+    """The scope's ids as sent (:func:`scope_texts`); ``assert_scope_v1`` checks them (PM001)."""
+    return scope_texts(scope)
 
 
 def _entry_arrays(records: Sequence[EntryRecord]) -> tuple[list[Any] | None, ...]:
@@ -270,15 +308,21 @@ def _entry_arrays(records: Sequence[EntryRecord]) -> tuple[list[Any] | None, ...
     def optional(values: list[Any]) -> list[Any] | None:
         return None if all(value is None for value in values) else values
 
+    arguments = record_arguments(records)
     return (
         [record.id for record in records],
         [record.text for record in records],
-        [np.asarray(record.embedding, dtype=np.float32) for record in records],
-        [Jsonb(record.metadata) for record in records],
+        [np.asarray(vector, dtype=np.float32) for _, vector in arguments],
+        [Jsonb(metadata, dumps=_as_is) for metadata, _ in arguments],
         optional([record.sequence for record in records]),
         optional([None if record.importance is None else float(record.importance) for record in records]),
         optional([None if record.consent is None else Jsonb(_consent_json(record.consent)) for record in records]),
     )
+
+
+def _as_is(document: str) -> str:
+    """Jsonb's ``dumps`` for a document :func:`record_arguments` already encoded."""
+    return document
 
 
 def _consent_json(consent: MemoryConsent) -> dict[str, Any]:
@@ -310,16 +354,19 @@ class PostgresWorkingStore(_PostgresBase):
 
     async def get_working(self, scope: Scope) -> WorkingMemoryRecord | None:
         """One ``get_working_v1`` call; ``None`` when no document exists."""
-        rows = await self._fetch(self.queries.get_working, (scope.tenant_id, scope.resource_id, scope.thread_id))
+        rows = await self._fetch(self.queries.get_working, _scope(scope))
         return self._record(scope, rows[0]) if rows else None
 
     async def update_working(
         self, scope: Scope, data: dict[str, Any], expected_version: int | None
     ) -> WorkingMemoryRecord:
         """One ``update_working_v1`` call (row-locked; a stale ``expected_version`` raises, nothing changes)."""
+        document = json_text(data, "working memory", WorkingMemoryValidationError)
+        if expected_version is not None:
+            check_int(expected_version, "expected_version", LimitExceededError)
         [row] = await self._fetch(
             self.queries.update_working,
-            (scope.tenant_id, scope.resource_id, scope.thread_id, Jsonb(data), expected_version),
+            (*_scope(scope), Jsonb(document, dumps=_as_is), expected_version),
             idempotent=False,
         )
         return self._record(scope, row)

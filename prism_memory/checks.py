@@ -1,0 +1,456 @@
+"""The checks Python makes itself: types, encodings, and the per-memory limits.
+
+What lives here, and why it is Python's job:
+
+* what SQL cannot see or cannot even be sent: Python types (a ``str`` where
+  ``text`` is sent, an ``int`` that fits the parameter's integer type, a
+  ``bool`` that is not an ``int``, timezone-aware datetimes), encodings
+  (:mod:`prism_memory.jsoncodec`), and the shapes a store call flattens
+  before SQL sees it (:func:`check_batch_writes`);
+* what the facade must check before anything is embedded (an embedding
+  costs a model call): each entry (:func:`check_entry`, with the memory's
+  ``limits.entry_bytes``), the recall scoring options and scope ids;
+* :func:`check_id`, the one definition of the id rule (non-blank, at most N
+  UTF-8 bytes), which the SQL functions also apply and the emulator mirrors.
+
+The rules that only mirror SQL for the emulator live in
+:mod:`prism_memory.emulator.rules`; the Postgres adapters leave those rules
+to the SQL functions' own SQLSTATEs (:data:`prism_memory.errors.SQLSTATE_ERRORS`).
+The rules come from the seed specification (``memory.md``: "Inputs /
+request", "Composite recall scoring", "Security and performance notes":
+hard caps, payload limits, finite embeddings) and from this project's SQL
+functions, which each docstring names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from .embedding import embedding_values
+from .errors import (
+    InvalidEntryError,
+    InvalidScopeError,
+    InvalidScoringError,
+    PayloadTooLargeError,
+)
+from .jsoncodec import json_document, json_text, load_json, text_bytes
+from .types import (
+    CONSENT_SCOPES,
+    CONSENT_SOURCES,
+    ConsentChange,
+    EntryRecord,
+    MemoryConsent,
+    MemoryEntry,
+    MemoryLineage,
+    RecallScoringOptions,
+    Scope,
+)
+
+#: UTF-8 bytes of a tenant, resource, thread, RAG scope, principal or group id (``assert_scope_v1``).
+MAX_SCOPE_ID_BYTES = 256
+#: UTF-8 bytes of an entry, chunk, source or lineage source id (``remember_v1``, ``rag_upsert_v1``).
+MAX_ENTRY_ID_BYTES = 512
+#: Sequences and generations are JSON-safe integers, so every client reads them exactly.
+MAX_SEQUENCE = 2**53 - 1
+#: Source ids of one lineage (``lineage_is_valid_v1``).
+MAX_LINEAGE_SOURCES = 32
+
+
+# --- Types and encodings: what cannot be sent --------------------------------
+
+
+def check_text(value: object, what: str, error: type[Exception]) -> str:
+    """Return ``value`` if it is a ``str`` Postgres ``text`` can hold (valid UTF-8, no NUL), else raise ``error``.
+
+    Python-only: psycopg would send another type as something else (an
+    ``int`` becomes ``'7'``) and cannot send a lone surrogate.
+    """
+    if not isinstance(value, str):
+        raise error(f"{what} must be a string, got {type(value).__name__}")
+    text_bytes(value, what, error)
+    return value
+
+
+def check_texts(values: object, what: str, error: type[Exception], item_error: type[Exception] | None = None) -> list[str]:
+    """Return ``values`` as a ``list`` if it is a list or tuple, else raise ``error``; each item must pass
+    :func:`check_text` (else ``item_error``, by default ``error``)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise error(f"{what} must be a list of strings, got {type(values).__name__}")
+    return [check_text(value, what, item_error or error) for value in values]
+
+
+def check_bool(value: object, what: str, error: type[Exception]) -> bool:
+    """Return ``value`` if it is a ``bool``, else raise ``error`` (Postgres would cast ``1`` or ``'yes'`` to true)."""
+    if not isinstance(value, bool):
+        raise error(f"{what} must be a bool, got {value!r}")
+    return value
+
+
+def check_int(value: object, what: str, error: type[Exception], bits: int = 64) -> int:
+    """Return ``value`` if it is an ``int`` (not a ``bool``) that fits a signed ``bits``-bit SQL integer, else raise ``error``.
+
+    Python-only: a ``bool``, a ``float`` or a larger ``int`` would be cast or
+    refused by Postgres with no typed error. The value's range is the SQL
+    function's rule.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+        raise error(f"{what} must be an integer, got {value!r}")
+    return value
+
+
+def check_access_version(value: object, what: str = "access_version") -> int:
+    """An access version: an ``int`` in 0..2^63 - 1, else :class:`InvalidEntryError` (``rag_upsert_v1`` and
+    ``rag_set_source_access_v1`` refuse a negative one with PM002; ``rag_check_source_access_v1`` does not check it)."""
+    if check_int(value, what, InvalidEntryError) < 0:
+        raise InvalidEntryError(f"{what} must be an integer from 0 to 2^63 - 1, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+_EARLIEST = datetime(1, 1, 2, tzinfo=timezone.utc)
+_LATEST = datetime(9999, 12, 30, tzinfo=timezone.utc)
+
+
+def check_aware(value: object, what: str, error: type[Exception] = InvalidEntryError) -> datetime | None:
+    """Return ``value`` if it is ``None`` or a timezone-aware ``datetime`` within years 1..9999 in UTC, else raise ``error``.
+
+    Awareness is Python-only (Postgres would read a naive time in the
+    session's time zone); the year range is also ``assert_time_v1``'s (PM002).
+    """
+    if value is None:
+        return None
+    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
+        raise error(f"{what} must be a timezone-aware datetime, got {value!r}")
+    try:
+        in_range = _EARLIEST <= value.astimezone(timezone.utc) <= _LATEST
+    except OverflowError:
+        in_range = False
+    if not in_range:
+        raise error(f"{what} must be between years 1 and 9999, got {value!r}")
+    return value
+
+
+def scope_texts(scope: object) -> tuple[str, str, str | None]:
+    """A :class:`Scope` whose ids are ``str`` that ``text`` holds (``thread_id`` may be ``None``), as a tuple;
+    else :class:`InvalidScopeError`. The id rule itself is ``assert_scope_v1``'s (:func:`check_scope`)."""
+    if not isinstance(scope, Scope):
+        raise InvalidScopeError(f"scope must be a Scope, got {type(scope).__name__}")
+    return (
+        check_text(scope.tenant_id, "tenant_id", InvalidScopeError),
+        check_text(scope.resource_id, "resource_id", InvalidScopeError),
+        None if scope.thread_id is None else check_text(scope.thread_id, "thread_id", InvalidScopeError),
+    )
+
+
+# --- The id rule --------------------------------------------------------------
+
+
+def check_id(value: object, what: str, max_bytes: int, error: type[Exception]) -> str:
+    """The id rule, defined once: return ``value`` if it is a non-blank ``str`` of at most ``max_bytes`` UTF-8 bytes.
+
+    Raises ``error`` otherwise (and for a NUL or lone surrogate, see
+    :func:`check_text`). Blank means empty or only characters that
+    ``str.isspace`` accepts, exactly SQL's ``is_blank_v1``. In SQL the rule is
+    ``x is null or is_blank_v1(x) or octet_length(x) > N``: 256 bytes for
+    scope, principal and group ids (PM001, PM013), 512 for entry, chunk and
+    source ids (PM002).
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise error(f"{what} must be a non-blank string of at most {max_bytes} bytes, got {value!r}")
+    if len(text_bytes(value, what, error)) > max_bytes:
+        raise error(f"{what} is longer than {max_bytes} bytes")
+    return value
+
+
+def check_scope_id(name: str, value: object) -> str:
+    """A tenant, resource or thread id (:func:`check_id`, 256 bytes), else :class:`InvalidScopeError`."""
+    return check_id(value, name, MAX_SCOPE_ID_BYTES, InvalidScopeError)
+
+
+def check_scope(scope: Scope, *, thread_required: bool) -> Scope:
+    """Check every id of ``scope`` (``assert_scope_v1``); ``thread_id`` must be set when ``thread_required``.
+
+    Raises :class:`InvalidScopeError`.
+    """
+    check_scope_id("tenant_id", scope.tenant_id)
+    check_scope_id("resource_id", scope.resource_id)
+    if thread_required or scope.thread_id is not None:
+        if scope.thread_id is None:
+            raise InvalidScopeError("thread_id is required for semantic memory operations")
+        check_scope_id("thread_id", scope.thread_id)
+    return scope
+
+
+def check_shared_ids(ids: object) -> list[str]:
+    """Entry ids given as a list (share grants, forget): each passes :func:`check_id` (512 bytes), else
+    :class:`InvalidEntryError` (the rule of ``share_with_v1``)."""
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+        raise InvalidEntryError("shared ids must be a list of entry ids")
+    return [check_id(entry_id, "shared id", MAX_ENTRY_ID_BYTES, InvalidEntryError) for entry_id in ids]
+
+
+def check_unique_ids(ids: Sequence[str]) -> None:
+    """Raise :class:`InvalidEntryError` when an id appears twice in one batch."""
+    seen: set[str] = set()
+    for entry_id in ids:
+        if entry_id in seen:
+            raise InvalidEntryError(f"entry id {entry_id!r} appears twice in the batch")
+        seen.add(entry_id)
+
+
+# --- Entries: what must hold before anything is embedded ---------------------
+
+_ENTRY_KEYS = {"id", "text", "metadata", "sequence", "importance", "consent", "lineage", "reflection"}
+
+
+def to_entry(entry: MemoryEntry | Mapping[str, Any], position: int) -> MemoryEntry:
+    """Accept a :class:`MemoryEntry` or a mapping with its field names; unknown keys raise :class:`InvalidEntryError`.
+
+    In a mapping, ``consent`` may be a mapping of :class:`MemoryConsent` fields
+    and ``lineage`` a mapping ``{"source_ids": [...], "reason": ...}``.
+    """
+    if isinstance(entry, MemoryEntry):
+        return entry
+    if not isinstance(entry, Mapping):
+        raise InvalidEntryError(f"entry {position} must be a MemoryEntry or a mapping, got {type(entry).__name__}")
+    unknown = set(entry) - _ENTRY_KEYS
+    if unknown:
+        raise InvalidEntryError(f"entry {position} has unknown fields: {sorted(unknown)}")
+    if "id" not in entry or "text" not in entry:
+        raise InvalidEntryError(f"entry {position} needs an id and a text")
+    fields = dict(entry)
+    try:
+        if isinstance(fields.get("consent"), Mapping):
+            fields["consent"] = MemoryConsent(**fields["consent"])
+        if isinstance(fields.get("lineage"), Mapping):
+            lineage = dict(fields["lineage"])
+            fields["lineage"] = MemoryLineage(tuple(lineage.pop("source_ids", ())), **lineage)
+    except TypeError as exc:
+        raise InvalidEntryError(f"entry {position}: {exc}") from exc
+    return MemoryEntry(**fields)
+
+
+def check_consent_change(change: ConsentChange) -> ConsentChange:
+    """Check a ``set_consent`` request: a seed source and scope or ``None`` (as ``set_consent_v1``), a ``bool`` or
+    ``None`` visibility and aware datetimes (Python types); raises :class:`InvalidEntryError`."""
+    if change.source is not None and change.source not in CONSENT_SOURCES:
+        raise InvalidEntryError(f"consent source must be one of {CONSENT_SOURCES}, got {change.source!r}")
+    if change.scope is not None and change.scope not in CONSENT_SCOPES:
+        raise InvalidEntryError(f"consent scope must be one of {CONSENT_SCOPES}, got {change.scope!r}")
+    if change.visible is not None and not isinstance(change.visible, bool):
+        raise InvalidEntryError(f"visible must be a bool, got {change.visible!r}")
+    check_aware(change.granted_at, "granted_at")
+    check_aware(change.revoked_at, "revoked_at")
+    return change
+
+
+def check_consent(consent: object, where: str) -> MemoryConsent | None:
+    """Check a :class:`MemoryConsent` (seed values, ``bool`` ``visible``, aware datetimes: ``consent_is_valid_v1``
+    plus Python types), or raise :class:`InvalidEntryError`."""
+    if consent is None:
+        return None
+    if not isinstance(consent, MemoryConsent):
+        raise InvalidEntryError(f"{where}: consent must be a MemoryConsent, got {type(consent).__name__}")
+    if consent.source not in CONSENT_SOURCES or consent.scope not in CONSENT_SCOPES or not isinstance(consent.visible, bool):
+        raise InvalidEntryError(
+            f"{where}: consent needs a source in {CONSENT_SOURCES}, a scope in {CONSENT_SCOPES} and a bool visible"
+        )
+    check_consent_change(ConsentChange(consent.visible, consent.source, consent.scope, consent.granted_at, consent.revoked_at))
+    return consent
+
+
+def lineage_metadata(lineage: MemoryLineage) -> dict[str, Any]:
+    """The ``metadata["_lineage"]`` form of a lineage (the key the GIN index covers)."""
+    stored: dict[str, Any] = {"sourceIds": list(lineage.source_ids)}
+    if lineage.reason is not None:
+        stored["reason"] = lineage.reason
+    return stored
+
+
+def check_lineage(stored: object, where: str) -> None:
+    """Mirror of ``lineage_is_valid_v1``: ``{"sourceIds": [<= 32 ids, each by the id rule, 512 bytes], "reason"?: str}``,
+    else :class:`InvalidEntryError`."""
+    if not isinstance(stored, Mapping) or not isinstance(stored.get("sourceIds"), (list, tuple)):
+        raise InvalidEntryError(f"{where}: lineage needs a list of source ids")
+    sources = stored["sourceIds"]
+    if len(sources) > MAX_LINEAGE_SOURCES:
+        raise InvalidEntryError(f"{where}: lineage has {len(sources)} source ids; at most {MAX_LINEAGE_SOURCES}")
+    for source in sources:
+        check_id(source, f"{where}: lineage source id", MAX_ENTRY_ID_BYTES, InvalidEntryError)
+    if stored.get("reason") is not None and not isinstance(stored["reason"], str):
+        raise InvalidEntryError(f"{where}: lineage reason must be a string")
+
+
+def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, Any]:
+    """Check one entry and return its metadata as stored: a ``dict`` read back from its JSON (``{}`` when unset).
+
+    The checks of ``remember_v1`` (PM002, PM006) plus Python's types and
+    encodings, made before the entry is embedded. A ``lineage`` is stored as
+    ``metadata["_lineage"]`` (giving both raises). Raises
+    :class:`InvalidEntryError` for a bad id (:func:`check_id`, 512 bytes),
+    blank text, bad metadata (:func:`prism_memory.jsoncodec.json_document`),
+    a bad lineage or consent, a sequence outside 0..2^53-1 or a non-finite
+    importance, and :class:`PayloadTooLargeError` when text plus metadata
+    JSON exceed ``max_bytes`` UTF-8 bytes (the facade passes
+    ``limits.entry_bytes``).
+    """
+    where = f"entry {position}"
+    check_id(entry.id, f"{where}: id", MAX_ENTRY_ID_BYTES, InvalidEntryError)
+    where = f"entry {position} ({entry.id})"
+    if not isinstance(entry.text, str) or not entry.text.strip():
+        raise InvalidEntryError(f"{where}: text must be a non-empty string")
+    size = len(text_bytes(entry.text, f"{where}: text", InvalidEntryError))
+    metadata = {} if entry.metadata is None else entry.metadata
+    if entry.lineage is not None:
+        if not isinstance(entry.lineage, MemoryLineage):
+            raise InvalidEntryError(f"{where}: lineage must be a MemoryLineage")
+        if isinstance(metadata, Mapping) and "_lineage" in metadata:
+            raise InvalidEntryError(f"{where}: give the lineage either as lineage= or as metadata['_lineage'], not both")
+        metadata = {**metadata, "_lineage": lineage_metadata(entry.lineage)} if isinstance(metadata, Mapping) else metadata
+    metadata_text = json_document(metadata, f"{where}: metadata")
+    stored = load_json(metadata_text)
+    if "_lineage" in stored:
+        check_lineage(stored["_lineage"], where)
+    size += len(metadata_text.encode("utf-8"))
+    if size > max_bytes:
+        raise PayloadTooLargeError(f"{where}: text plus metadata is {size} bytes, over the {max_bytes}-byte cap")
+    if entry.sequence is not None and (
+        isinstance(entry.sequence, bool) or not isinstance(entry.sequence, int) or not 0 <= entry.sequence <= MAX_SEQUENCE
+    ):
+        raise InvalidEntryError(f"{where}: sequence must be an integer from 0 to 2^53 - 1, got {entry.sequence!r}")
+    if entry.importance is not None:
+        try:
+            finite = not isinstance(entry.importance, bool) and math.isfinite(float(entry.importance))
+        except (TypeError, ValueError, OverflowError):
+            finite = False
+        if not finite or not isinstance(entry.importance, (int, float)):
+            raise InvalidEntryError(f"{where}: importance must be a finite number, got {entry.importance!r}")
+    check_consent(entry.consent, where)
+    return stored
+
+
+# --- Store calls: shapes SQL cannot see ---------------------------------------
+
+
+def record_arguments(records: object) -> list[tuple[str, np.ndarray]]:
+    """The records of a ``remember`` checked for what cannot be sent; returns each one's (metadata JSON, embedding).
+
+    Raises :class:`InvalidEntryError` for a non-list or non-:class:`EntryRecord`,
+    an id or text that is not a ``str`` ``text`` holds, metadata that is not
+    JSON (:func:`prism_memory.jsoncodec.json_text`; ``None`` is sent as
+    absent), a sequence that is not an ``int``, an importance that is not a
+    real number, or a consent that is not a :class:`MemoryConsent` with
+    ``str`` source and scope, ``bool`` visibility and aware datetimes; and
+    :class:`InvalidEmbeddingError` for an embedding that cannot be sent
+    (:func:`prism_memory.embedding.embedding_values`). The rules are
+    ``remember_v1``'s (mirrored by :func:`prism_memory.emulator.rules.check_records`).
+    """
+    if isinstance(records, (str, bytes)) or not isinstance(records, Sequence):
+        raise InvalidEntryError("records must be a list of EntryRecord")
+    arguments = []
+    for position, record in enumerate(records, start=1):
+        where = f"entry {position}"
+        if not isinstance(record, EntryRecord):
+            raise InvalidEntryError(f"{where} must be an EntryRecord, got {type(record).__name__}")
+        check_text(record.id, f"{where}: id", InvalidEntryError)
+        check_text(record.text, f"{where}: text", InvalidEntryError)
+        metadata = "{}" if record.metadata is None else json_text(record.metadata, f"{where}: metadata", InvalidEntryError)
+        if record.sequence is not None:
+            check_int(record.sequence, f"{where}: sequence", InvalidEntryError)
+        if record.importance is not None:
+            try:
+                real = not isinstance(record.importance, bool) and isinstance(float(record.importance), float)
+            except (TypeError, ValueError, OverflowError):
+                real = False
+            if not real or not isinstance(record.importance, (int, float)):
+                raise InvalidEntryError(f"{where}: importance must be a number that fits a float, got {record.importance!r}")
+        consent = record.consent
+        if consent is not None:
+            if not isinstance(consent, MemoryConsent):
+                raise InvalidEntryError(f"{where}: consent must be a MemoryConsent, got {type(consent).__name__}")
+            check_text(consent.source, f"{where}: consent source", InvalidEntryError)
+            check_text(consent.scope, f"{where}: consent scope", InvalidEntryError)
+            check_bool(consent.visible, f"{where}: consent visible", InvalidEntryError)
+            check_aware(consent.granted_at, f"{where}: consent granted_at")
+            check_aware(consent.revoked_at, f"{where}: consent revoked_at")
+        arguments.append((metadata, embedding_values(record.embedding, f"embedding of entry {position}")))
+    return arguments
+
+
+def check_batch_writes(writes: Sequence[tuple[Scope, Sequence[EntryRecord]]]) -> None:
+    """The shape of a ``remember_batch``: every scope a thread (:func:`check_scope`) of one tenant, and no thread twice.
+
+    Raises :class:`InvalidScopeError` before anything is written. Both stores
+    check it in Python: ``remember_batch_v1`` takes one tenant and the rows of
+    every thread as flat arrays, so it never sees a scope without rows nor
+    tells two writes of one thread apart (one tenant per call is the Citus
+    rule of docs/scaling.md).
+    """
+    threads: set[tuple[str, str | None]] = set()
+    for scope, _records in writes:
+        check_scope(scope, thread_required=True)
+        if scope.tenant_id != writes[0][0].tenant_id:
+            raise InvalidScopeError("remember_batch: every scope must name the same tenant")
+        if (scope.resource_id, scope.thread_id) in threads:
+            raise InvalidScopeError(f"remember_batch: thread {scope.thread_id!r} of {scope.resource_id!r} appears twice")
+        threads.add((scope.resource_id, scope.thread_id))
+
+
+def scoring_numbers(scoring: object) -> RecallScoringOptions | None:
+    """Recall scoring options as ``float`` s (or ``None``), else :class:`InvalidScoringError`.
+
+    Python types only: ``scoring`` must be ``None`` or a
+    :class:`RecallScoringOptions` whose fields are real numbers (not
+    ``bool``) or ``None``; a number too large for a float becomes infinity
+    (which the range rule then refuses). The ranges are
+    ``scoring_weights_v1``'s (PM015), see :func:`check_scoring`.
+    """
+    if scoring is None:
+        return None
+    if not isinstance(scoring, RecallScoringOptions):
+        raise InvalidScoringError(f"scoring must be a RecallScoringOptions, got {type(scoring).__name__}")
+
+    def real(name: str, value: object) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InvalidScoringError(f"{name} must be a number, got {value!r}")
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf
+
+    return RecallScoringOptions(
+        real("recency_weight", scoring.recency_weight),
+        real("importance_weight", scoring.importance_weight),
+        real("half_life_ms", scoring.half_life_ms),
+    )
+
+
+def check_scoring(scoring: object) -> RecallScoringOptions | None:
+    """Recall scoring options (:func:`scoring_numbers`, then ``scoring_weights_v1``'s rules), else :class:`InvalidScoringError`.
+
+    Each weight given must be finite and within [0, 1]; ``half_life_ms`` is
+    required with a recency weight and must be a positive finite number.
+    Options with neither weight are plain recall (``None``). The facade
+    checks them before it embeds the query; the emulator applies them as
+    the SQL function does.
+    """
+    numbers = scoring_numbers(scoring)
+    if numbers is None:
+        return None
+    recency, importance, half_life = numbers.recency_weight, numbers.importance_weight, numbers.half_life_ms
+    for name, weight in (("recency_weight", recency), ("importance_weight", importance)):
+        if weight is not None and not 0 <= weight <= 1:
+            raise InvalidScoringError(f"{name} must be a finite number within [0, 1], got {weight!r}")
+    if recency is not None and half_life is None:
+        raise InvalidScoringError("half_life_ms is required with a recency weight")
+    if half_life is not None and not 0 < half_life < math.inf:
+        raise InvalidScoringError(f"half_life_ms must be a positive finite number, got {half_life!r}")
+    if recency is None and importance is None:
+        return None
+    return numbers

@@ -1,0 +1,97 @@
+"""Text and JSON as Postgres stores them: the codec both backends share.
+
+Postgres ``text`` holds valid UTF-8 without NUL, and ``jsonb`` holds JSON
+values; psycopg cannot send a Python ``str`` with a lone surrogate, sends a
+NUL only to have the server refuse it, and ``json.dumps`` would turn ``NaN``,
+a ``set`` or an ``int`` key into something that is not the caller's JSON. So
+these checks run in Python, before anything is sent; SQL never sees such a
+value. Documents are encoded compactly (``ensure_ascii=False``) and read back
+the way a ``jsonb`` round trip returns them (:func:`load_json`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import Decimal
+from typing import Any
+
+from .errors import InvalidEntryError
+
+#: Deepest nesting of objects/arrays accepted in metadata, working memory and filters
+#: (a Python rule: Postgres accepts deeper documents).
+MAX_JSON_DEPTH = 64
+
+
+def text_bytes(value: str, what: str, error: type[Exception]) -> bytes:
+    """``value`` as the UTF-8 bytes Postgres ``text`` stores.
+
+    Raises ``error`` when ``value`` holds a lone surrogate (not UTF-8) or a
+    NUL character (``text`` cannot store it).
+    """
+    try:
+        encoded = value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise error(f"{what} contains a lone surrogate and is not valid UTF-8") from exc
+    if b"\x00" in encoded:
+        raise error(f"{what} contains a NUL character, which Postgres text cannot store")
+    return encoded
+
+
+def _check_json_value(value: object, where: str, error: type[Exception], depth: int) -> None:
+    if depth > MAX_JSON_DEPTH:
+        raise error(f"{where} is nested deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(value, str):
+        text_bytes(value, where, error)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise error(f"{where} has a non-string key {key!r}; JSON object keys are strings")
+            text_bytes(key, f"{where} key {key[:40]!r}", error)
+            _check_json_value(item, where, error, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _check_json_value(item, where, error, depth + 1)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise error(f"{where} holds a non-finite number {value!r}")
+    elif value is not None and not isinstance(value, (bool, int)):
+        raise error(f"{where} holds a {type(value).__name__}, which is not JSON")
+
+
+def json_text(value: object, where: str, error: type[Exception]) -> str:
+    """Any JSON value as its compact JSON text (what is sent as ``jsonb``).
+
+    ``value`` may be a ``dict`` with string keys, ``list``/``tuple`` (stored as
+    an array), ``str``, ``int``, finite ``float``, ``bool`` or ``None``, nested
+    at most :data:`MAX_JSON_DEPTH` levels, with no NUL or lone surrogate in a
+    string or key; anything else raises ``error``. Whether the value must be
+    an object is the caller's rule (:func:`json_document`, or the SQL function).
+    """
+    _check_json_value(value, where, error, 1)
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def json_document(value: object, where: str, error: type[Exception] = InvalidEntryError) -> str:
+    """A JSON object (metadata, working memory, a filter) as its compact JSON text.
+
+    Raises ``error`` unless ``value`` is a ``dict`` that :func:`json_text` accepts.
+    """
+    if not isinstance(value, dict):
+        raise error(f"{where} must be a JSON object (a dict), got {type(value).__name__}")
+    return json_text(value, where, error)
+
+
+def _jsonb_number(literal: str) -> int | float:
+    """A JSON number as ``jsonb`` gives it back: it prints numbers without an exponent, so an integral
+    one written with an exponent (``1e+16``) comes back as an integer."""
+    if "e" in literal or "E" in literal:
+        exact = Decimal(literal)
+        if exact == exact.to_integral_value():
+            return int(exact)
+    return float(literal)
+
+
+def load_json(document: str) -> Any:
+    """Parse JSON text the way a ``jsonb`` round trip reads back (see :func:`_jsonb_number`)."""
+    return json.loads(document, parse_float=_jsonb_number)
