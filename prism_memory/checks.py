@@ -38,7 +38,7 @@ from .errors import (
     InvalidScoringError,
     PayloadTooLargeError,
 )
-from .jsoncodec import json_document, json_text, load_json, text_bytes
+from .jsoncodec import check_storable_text, json_document, json_text, load_json, text_bytes
 from .types import (
     CONSENT_SCOPES,
     CONSENT_SOURCES,
@@ -72,7 +72,7 @@ def check_text(value: object, what: str, error: type[Exception]) -> str:
     """
     if not isinstance(value, str):
         raise error(f"{what} must be a string, got {type(value).__name__}")
-    text_bytes(value, what, error)
+    check_storable_text(value, what, error)
     return value
 
 

@@ -37,7 +37,10 @@ class Embedder(Protocol):
 
 
 def embedding_values(vector: object, label: str = "embedding") -> np.ndarray:
-    """One embedding as the 1-D ``float64`` array sent to pgvector, checked for what cannot be sent.
+    """One embedding as a 1-D float array for pgvector, checked for what cannot be sent.
+
+    A 1-D numpy float array is returned as it is (not copied); anything else
+    becomes a new ``float64`` array.
 
     Raises :class:`InvalidEmbeddingError` when ``vector`` is not a non-empty
     sequence (``list``, ``tuple``, 1-D numpy array) of real numbers (not
@@ -47,12 +50,12 @@ def embedding_values(vector: object, label: str = "embedding") -> np.ndarray:
     :func:`assert_finite_vector`'s.
     """
     if isinstance(vector, np.ndarray) and vector.ndim == 1 and vector.dtype.kind == "f":
-        values = vector.astype(np.float64)
+        values = vector  # checked as it is: no copy per entry written
     elif isinstance(vector, (list, tuple)) and all(type(value) is float for value in vector):
         values = np.asarray(vector, dtype=np.float64)  # the common case, without a Python loop per value
     else:
         values = np.asarray(_numbers(vector, label), dtype=np.float64)
-    if not np.all(np.isfinite(values)):
+    if not np.isfinite(values).all():
         position = int(np.flatnonzero(~np.isfinite(values))[0])
         raise InvalidEmbeddingError(f"{label}[{position}] is not finite: {float(values[position])!r}")
     if values.size == 0:

@@ -38,25 +38,55 @@ def text_bytes(value: str, what: str, error: type[Exception]) -> bytes:
     return encoded
 
 
+def check_storable_text(value: str, what: str, error: type[Exception]) -> None:
+    """Raise as :func:`text_bytes` does, without building the bytes when ``value`` is plain ASCII (the common case)."""
+    if "\x00" in value or not value.isascii():
+        text_bytes(value, what, error)
+
+
 def _check_json_value(value: object, where: str, error: type[Exception], depth: int) -> None:
+    """Raise ``error`` unless ``value`` is JSON Postgres can store (see :func:`json_text`).
+
+    Scalars inside a container are checked in place rather than by a call
+    each: metadata is checked for every entry written.
+    """
     if depth > MAX_JSON_DEPTH:
         raise error(f"{where} is nested deeper than {MAX_JSON_DEPTH} levels")
-    if isinstance(value, str):
-        text_bytes(value, where, error)
-    elif isinstance(value, dict):
+    if isinstance(value, dict):
         for key, item in value.items():
-            if not isinstance(key, str):
-                raise error(f"{where} has a non-string key {key!r}; JSON object keys are strings")
-            text_bytes(key, f"{where} key {key[:40]!r}", error)
-            _check_json_value(item, where, error, depth + 1)
+            if type(key) is not str:
+                if not isinstance(key, str):
+                    raise error(f"{where} has a non-string key {key!r}; JSON object keys are strings")
+            if "\x00" in key or not key.isascii():
+                text_bytes(key, f"{where} key {key[:40]!r}", error)
+            _check_json_item(item, where, error, depth)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            _check_json_value(item, where, error, depth + 1)
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise error(f"{where} holds a non-finite number {value!r}")
-    elif value is not None and not isinstance(value, (bool, int)):
-        raise error(f"{where} holds a {type(value).__name__}, which is not JSON")
+            _check_json_item(item, where, error, depth)
+    else:
+        _check_json_item(value, where, error, depth - 1)
+
+
+def _check_json_item(item: object, where: str, error: type[Exception], depth: int) -> None:
+    """One value at ``depth + 1``: a scalar checked here, a container by :func:`_check_json_value`."""
+    kind = type(item)
+    if kind is str:
+        if "\x00" in item or not item.isascii():  # type: ignore[operator, union-attr]
+            text_bytes(item, where, error)  # type: ignore[arg-type]
+    elif kind is int or kind is bool or item is None:
+        pass
+    elif kind is float:
+        if not math.isfinite(item):  # type: ignore[arg-type]
+            raise error(f"{where} holds a non-finite number {item!r}")
+    elif isinstance(item, (dict, list, tuple)):
+        _check_json_value(item, where, error, depth + 1)
+    elif isinstance(item, str):
+        text_bytes(item, where, error)
+    elif isinstance(item, float):
+        if not math.isfinite(item):
+            raise error(f"{where} holds a non-finite number {item!r}")
+    elif not isinstance(item, (bool, int)):
+        raise error(f"{where} holds a {type(item).__name__}, which is not JSON")
 
 
 def json_text(value: object, where: str, error: type[Exception]) -> str:
