@@ -2,11 +2,10 @@
 
 Both RAG stores run these first, so a caller gets the same typed error from
 either: Python types, encodings and the JSON codec, and the few rules the SQL
-functions lack (each says so: the report of the validation split lists them
-as SQL gaps). The rules of the
-``rag_*_v1`` functions (blank ids, byte caps, ranges, counts, duplicates,
-norms, widths) are theirs: Postgres raises them as SQLSTATEs, and the
-emulator mirrors them in :mod:`prism_memory.emulator.rules`.
+functions lack (each says so; docs/architecture.md, "Where each rule lives",
+lists them). The rules of the ``rag_*_v1`` functions (blank ids, byte caps,
+ranges, counts, duplicates, norms, widths) are theirs: Postgres raises them
+as SQLSTATEs, and the emulator mirrors them in :mod:`prism_memory.emulator.rules`.
 """
 
 from __future__ import annotations
