@@ -25,6 +25,7 @@ functions, which each docstring names.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -55,6 +56,18 @@ from .types import (
 MAX_SCOPE_ID_BYTES = 256
 #: UTF-8 bytes of an entry, chunk, source or lineage source id (``remember_v1``, ``rag_upsert_v1``).
 MAX_ENTRY_ID_BYTES = 512
+#: The segment a delegated agent's scope adds to its parent's ids: ``"<resource>/agent:<agent id>"``.
+#: Reserved: only :meth:`prism_memory.memory.Memory.child` makes ids that hold it.
+AGENT_SEGMENT = "/agent:"
+#: A delegated agent's id: 1-64 ASCII letters, digits, ``_``, ``.``, ``-``, starting with a letter or digit.
+AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def is_agent_resource(parent_resource_id: str, child_resource_id: str) -> bool:
+    """Whether ``child_resource_id`` is a delegated agent's resource of ``parent_resource_id``
+    (``"<parent>/agent:<agent id>"``); ``share_with_v1`` applies the same rule."""
+    prefix = parent_resource_id + AGENT_SEGMENT
+    return child_resource_id.startswith(prefix) and AGENT_ID.fullmatch(child_resource_id[len(prefix):]) is not None
 #: Sequences and generations are JSON-safe integers, so every client reads them exactly.
 MAX_SEQUENCE = 2**53 - 1
 #: Source ids of one lineage (``lineage_is_valid_v1``).

@@ -23,6 +23,8 @@ import re
 MAX_LEXICAL_CHARS = 200_000
 #: Longest term kept, in characters.
 MAX_TERM_CHARS = 64
+#: Distinct terms a query is scored by (``query_terms_v1``): the first ones in order of appearance.
+MAX_QUERY_TERMS = 32
 
 #: English function words dropped from lexical terms (frozen with schema revision 0001).
 STOPWORDS_V1: tuple[str, ...] = tuple(sorted(set("""
@@ -42,6 +44,12 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 _STOPWORDS = frozenset(STOPWORDS_V1)
 
 
+def _terms_in_order(text: str) -> list[str]:
+    """Every term of ``text`` in order of appearance, repeats included (steps 1-4 of the rule)."""
+    folded = text[:MAX_LEXICAL_CHARS].translate(_ASCII_LOWER)
+    return [term for term in _SPLIT.split(folded) if term and len(term) <= MAX_TERM_CHARS and term not in _STOPWORDS]
+
+
 def lexical_terms(text: str) -> list[str]:
     """Return the distinct lexical terms of ``text`` in code-point order.
 
@@ -49,14 +57,17 @@ def lexical_terms(text: str) -> list[str]:
     docstring for the rule). ``text`` is any ``str``; the result is a
     ``list[str]``, empty when the text has no terms.
     """
-    folded = text[:MAX_LEXICAL_CHARS].translate(_ASCII_LOWER)
-    return sorted(
-        {
-            term
-            for term in _SPLIT.split(folded)
-            if term and len(term) <= MAX_TERM_CHARS and term not in _STOPWORDS
-        }
-    )
+    return sorted(set(_terms_in_order(text)))
+
+
+def query_terms(text: str) -> list[str]:
+    """Return the terms a query is scored by: its first :data:`MAX_QUERY_TERMS` distinct terms in order of
+    appearance, in code-point order.
+
+    Mirrors the SQL function ``query_terms_v1``. The cap bounds the cost of
+    the lexical leg (issue: bounded cost); an entry's own terms are never capped.
+    """
+    return sorted(list(dict.fromkeys(_terms_in_order(text)))[:MAX_QUERY_TERMS])
 
 
 def stopwords_sql_literal() -> str:

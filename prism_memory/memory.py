@@ -6,13 +6,14 @@ import copy
 import dataclasses
 import json
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from . import lifecycle
 from .checks import (
+    AGENT_ID,
+    AGENT_SEGMENT,
     MAX_ENTRY_ID_BYTES,
     check_aware,
     check_consent_change,
@@ -544,7 +545,6 @@ class Memory:
             await self.working_store.close()
 
 
-_AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 def derive_child_scope(parent: Scope, agent_id: str) -> Scope:
@@ -556,12 +556,12 @@ def derive_child_scope(parent: Scope, agent_id: str) -> Scope:
     ``/agent:`` segment is reserved: give no resource or thread such an id
     yourself.
     """
-    if not isinstance(agent_id, str) or not _AGENT_ID.fullmatch(agent_id):
+    if not isinstance(agent_id, str) or not AGENT_ID.fullmatch(agent_id):
         raise InvalidScopeError(f"agent_id must be 1-64 ASCII letters, digits, '_', '.', '-', got {agent_id!r}")
     if not isinstance(parent, Scope) or parent.thread_id is None:
         raise InvalidScopeError("a delegated agent's scope derives from a parent Scope with a thread")
     return check_scope(
-        Scope(parent.tenant_id, f"{parent.resource_id}/agent:{agent_id}", f"{parent.thread_id}/agent:{agent_id}"),
+        Scope(parent.tenant_id, f"{parent.resource_id}{AGENT_SEGMENT}{agent_id}", f"{parent.thread_id}{AGENT_SEGMENT}{agent_id}"),
         thread_required=True,
     )
 
@@ -590,7 +590,9 @@ def create_memory(
     ``tenant_id`` and ``resource_id`` are required; ``thread_id`` is required
     for semantic operations and optional for working memory (resource-scoped
     without it). Each id is a non-blank string of at most 256 bytes
-    (:class:`InvalidScopeError`). ``embedder`` must provide ``dimensions`` and
+    (:class:`InvalidScopeError`); ``resource_id`` and ``thread_id`` may not
+    hold the reserved ``/agent:`` segment, which only :meth:`Memory.child`
+    makes (:class:`InvalidScopeError`). ``embedder`` must provide ``dimensions`` and
     ``embed``. The stores default to the in-memory emulator. ``schema`` is a
     JSON Schema for working memory, checked here (:class:`ConfigurationError`
     if invalid). ``limits`` defaults to :class:`MemoryLimits()`. ``secrets``
@@ -605,6 +607,11 @@ def create_memory(
     fails the write (:class:`InvalidEntryError`); it never runs at recall.
     """
     scope = check_scope(Scope(tenant_id, resource_id, thread_id), thread_required=False)
+    for name, value in (("resource_id", resource_id), ("thread_id", thread_id)):
+        if value is not None and AGENT_SEGMENT in value:
+            raise InvalidScopeError(
+                f"{name} {value!r} holds the reserved segment {AGENT_SEGMENT!r}: only Memory.child() makes such ids"
+            )
     if embedder is None or not isinstance(getattr(embedder, "dimensions", None), int) or not hasattr(embedder, "embed"):
         raise ConfigurationError("embedder must have an int `dimensions` and an async `embed(texts)` method")
     if not isinstance(require_consent, bool):

@@ -43,7 +43,6 @@ __all__ = [
     "expand",
     "head_digests",
     "head_function_names",
-    "main",
     "new_revision",
     "read_lock",
     "reverse_apply",
@@ -296,10 +295,14 @@ def new_revision(name: str) -> list[Path]:
     include = "\\ir ../schema/functions/{}.sql\n".format
     drop = "drop function {{{{schema}}}}.{}(/* its argument types */);\n".format
     upgrade = [f"-- prism-memory schema revision {revision}: {name}. Say what changes and why.\n\n{{{{pin_search_path}}}}\n\n"]
-    upgrade += [include(function) for function in changed + added] + [drop(function) for function in removed]
+    # install_info_v1 reports the revision ({{schema_version}}): every revision re-creates it.
+    upgrade += [include("install_info_v1")]
+    upgrade += [include(function) for function in added + changed if function != "install_info_v1"]
+    upgrade += [drop(function) for function in removed]
     upgrade += [_REVOKE_FROM_PUBLIC] if added else []
     downgrade = [f"-- Reverts revision {revision}.\n\n{{{{pin_search_path}}}}\n\n"]
-    downgrade += [drop(function) for function in added] + [include(function) for function in changed + removed]
+    downgrade += [include("install_info_v1")] + [drop(function) for function in added]
+    downgrade += [include(function) for function in changed + removed if function != "install_info_v1"]
     written = {
         MIGRATIONS_SQL_DIR / f"{stem}.sql": "".join(upgrade) + "\nreset search_path;\n",
         MIGRATIONS_SQL_DIR / f"{stem}.down.sql": "".join(downgrade) + "\nreset search_path;\n",
@@ -313,21 +316,3 @@ def new_revision(name: str) -> list[Path]:
     for path, text in written.items():
         path.write_text(text, encoding="utf-8")
     return list(written)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m prism_memory.sql_source new-revision NAME``: see :func:`new_revision`."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m prism_memory.sql_source", description=__doc__.split("\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    cut = commands.add_parser("new-revision", help="cut the next schema revision from the edited head files")
-    cut.add_argument("name", help="the revision's name, e.g. citus_safe")
-    arguments = parser.parse_args(argv)
-    for path in new_revision(arguments.name):
-        print(path)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -135,14 +135,16 @@ def test_install_lists_every_head_function_once():
 
 
 def test_a_new_revision_ships_the_edit_and_still_replays_the_old_body(tmp_path, monkeypatch, server_dsn):
-    """Cut revision 0008 after editing recall_v2's head file and adding recall_v3: the way docs/architecture.md says."""
+    """Cut the next revision after editing recall_v2's head file and adding recall_v3: the way docs/architecture.md says."""
+    last = REVISIONS[-1]
+    nxt = f"{int(last) + 1:04d}"
     repo = tmp_path / "repo"
     shutil.copytree(sql_source.SQL_DIR, repo / "sql", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(sql_source.ALEMBIC_DIR, repo / "alembic", ignore=shutil.ignore_patterns("__pycache__"))
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "released 0007"], check=True)
+    subprocess.run([*git, "commit", "-qm", "released"], check=True)
     for name, value in {"SQL_DIR": repo / "sql", "SCHEMA_DIR": repo / "sql" / "schema",
                         "FUNCTIONS_DIR": repo / "sql" / "schema" / "functions",
                         "MIGRATIONS_SQL_DIR": repo / "sql" / "migrations", "ALEMBIC_DIR": repo / "alembic",
@@ -151,7 +153,7 @@ def test_a_new_revision_ships_the_edit_and_still_replays_the_old_body(tmp_path, 
 
     head = sql_source.FUNCTIONS_DIR / "recall_v2.sql"
     released = head.read_text()
-    changed = released.replace("-- Semantic recall over one thread", "-- Semantic recall over one thread (0008)")
+    changed = released.replace("-- Semantic recall over one thread", "-- Semantic recall over one thread (next)")
     changed = changed.replace("  perform assert_embedding_v1(p_query_embedding, 'the query embedding');\n", "")
     head.write_text(changed + "-- a trailing note\n")
     changed += "-- a trailing note\n"
@@ -164,37 +166,37 @@ def test_a_new_revision_ships_the_edit_and_still_replays_the_old_body(tmp_path, 
     assert sql_source.head_digests() != sql_source.read_lock()
 
     written = {path.name for path in sql_source.new_revision("next")}
-    assert written == {"0008_next.sql", "0008_next.down.sql", "0008_next.py", "schema.sha256", "0008_next.schema.diff"}
+    assert written == {f"{nxt}_next.sql", f"{nxt}_next.down.sql", f"{nxt}_next.py", "schema.sha256", f"{nxt}_next.schema.diff"}
     assert sql_source.head_digests() == sql_source.read_lock()
-    assert list(sql_source.revisions())[-1] == "0008"
+    assert list(sql_source.revisions())[-1] == nxt
     assert sql_source.schema_source("functions/recall_v2.sql") == changed
-    assert sql_source.schema_source("functions/recall_v2.sql", "0008") == changed
-    assert sql_source.schema_source("functions/recall_v2.sql", "0007") == released
-    upgrade = sql_source.revision_template("0008", "upgrade")
+    assert sql_source.schema_source("functions/recall_v2.sql", nxt) == changed
+    assert sql_source.schema_source("functions/recall_v2.sql", last) == released
+    upgrade = sql_source.revision_template(nxt, "upgrade")
     assert changed in upgrade and added in upgrade and "revoke execute on all functions" in upgrade
-    downgrade_sql = sql_source.revision_template("0008", "downgrade")
+    downgrade_sql = sql_source.revision_template(nxt, "downgrade")
     assert released in downgrade_sql and "drop function {{schema}}.recall_v3(" in downgrade_sql
-    # Revision 0007 keeps installing what it installed when it was released.
-    at_0007 = sql_source.revision_template("0007", "upgrade")
-    assert released in at_0007 and changed not in at_0007
-    assert "recall_v3" not in sql_source.schema_source("functions.sql", "0007")
+    # The previous revision keeps installing what it installed when it was released.
+    at_last = sql_source.revision_template(last, "upgrade")
+    assert released in at_last and changed not in at_last
+    assert "recall_v3" not in sql_source.schema_source("functions.sql", last)
     assert "recall_v3" in sql_source.expand(sql_source.SCHEMA_DIR / "install.sql", None)
-    # The revision runs: up to 0008 and back gives exactly a fresh 0007.
-    down_file = sql_source.MIGRATIONS_SQL_DIR / "0008_next.down.sql"
+    # The revision runs: up to it and back gives exactly a fresh migrate to the previous one.
+    down_file = sql_source.MIGRATIONS_SQL_DIR / f"{nxt}_next.down.sql"
     down_file.write_text(down_file.read_text().replace("recall_v3(/* its argument types */)", "recall_v3()"))
     config = SchemaConfig(dimensions=16)
-    fresh_0007, through_0008 = server_dsn("src_rev_0007"), server_dsn("src_rev_0008")
-    migrate(fresh_0007, config, "0007")
-    migrate(through_0008, config)
-    with psycopg.connect(through_0008) as conn:
-        assert conn.execute("select version_num from prism_memory.alembic_version").fetchone() == ("0008",)
+    fresh, through = server_dsn("src_rev_fresh"), server_dsn("src_rev_through")
+    migrate(fresh, config, last)
+    migrate(through, config)
+    with psycopg.connect(through) as conn:
+        assert conn.execute("select version_num from prism_memory.alembic_version").fetchone() == (nxt,)
         assert conn.execute("select prosrc like '%assert_embedding_v1%' from pg_proc "
                             "where proname = 'recall_v2'").fetchone() == (False,)
         assert conn.execute("select has_function_privilege('public', 'prism_memory.recall_v3()', 'execute')"
                             ).fetchone() == (False,)
-    downgrade(through_0008, config, "0007")
-    assert _diff(catalog(fresh_0007), catalog(through_0008)) == ""
+    downgrade(through, config, last)
+    assert _diff(catalog(fresh), catalog(through)) == ""
     # An edit made without a revision no longer matches the shipped diff's context.
-    head.write_text(changed.replace("(0008)", "(0009)"))
-    with pytest.raises(sql_source.DeltaError, match="0008_next.schema.diff"):
-        sql_source.schema_source("functions/recall_v2.sql", "0007")
+    head.write_text(changed.replace("(next)", "(edited)"))
+    with pytest.raises(sql_source.DeltaError, match=f"{nxt}_next.schema.diff"):
+        sql_source.schema_source("functions/recall_v2.sql", last)

@@ -26,7 +26,7 @@ from ..errors import (
     InvalidQueryError,
     StoreError,
 )
-from ..lexical import lexical_terms
+from ..lexical import lexical_terms, query_terms
 from ..types import RagAccessConstraint, RagChunk, RagMatch, StoredChunk
 from .rules import (
     check_chunks,
@@ -234,7 +234,7 @@ class EmulatorRagStore:
         check_text(text, "the query text", InvalidQueryError)
         _, candidates = self._candidates(tenant_id, scope, top_k, document, reader, generation)
         check_query_text(text)
-        terms = set(lexical_terms(text))
+        terms = set(query_terms(text))
         if not terms:
             return []
         scored = [(len(terms & chunk.terms) / len(terms), chunk) for chunk in candidates if terms & chunk.terms]

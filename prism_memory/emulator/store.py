@@ -6,8 +6,9 @@
   bit-identical whenever the products are exact in float32 (the hash
   embedder's small integers), and otherwise agree to about 1e-7, so entries
   whose scores differ by less than that may swap places;
-* lexical uses :func:`prism_memory.lexical.lexical_terms`, the mirror of
-  ``lexical_terms_v1``;
+* lexical uses :func:`prism_memory.lexical.lexical_terms` for entries and
+  :func:`prism_memory.lexical.query_terms` for queries, the mirrors of
+  ``lexical_terms_v1`` and ``query_terms_v1``;
 * ties break on sequence, then id in code-point order (``collate "C"``);
 * metadata and working memory are stored as their JSON, like ``jsonb``.
 
@@ -37,6 +38,7 @@ from ..checks import (
     check_shared_ids,
     check_text,
     check_texts,
+    is_agent_resource,
     record_arguments,
     scope_texts,
 )
@@ -46,6 +48,7 @@ from ..errors import (
     EntryNotFoundError,
     InvalidEntryError,
     InvalidQueryError,
+    InvalidScopeError,
     LifecycleOrderError,
     LimitExceededError,
     LineageLimitError,
@@ -55,7 +58,7 @@ from ..errors import (
 )
 from ..explain import explain_hits
 from ..jsoncodec import json_document, load_json
-from ..lexical import lexical_terms
+from ..lexical import lexical_terms, query_terms
 from ..scoring import CANDIDATE_FACTOR, LEXICAL_WEIGHT, importance_used, recency, scoring_weights
 from ..types import (
     HARD_CAPS,
@@ -273,6 +276,7 @@ class MemoryVectorStore(EmulatorRagStore):
                 updated_at=now,
             )
         rows.update(written)
+        self._unshare(key, set(written))
         for entry_id in written:
             tombstones.pop(entry_id, None)
         self._tombstone_from_sources(key, list(written))
@@ -334,6 +338,8 @@ class MemoryVectorStore(EmulatorRagStore):
         check_int_option("message_range", message_range, 0, HARD_CAPS["message_range"])
         if len(query_text.encode("utf-8")) > HARD_CAPS["query_bytes"]:
             raise PayloadTooLargeError("the query text is over the 64 KiB hard cap")
+        if not query_text.strip():  # recall_v2: PM008
+            raise InvalidQueryError("the query text must not be blank")
         query = float32(values, "query embedding")
         self._check_dimensions(self._threads.get(key, {}), query.shape[0])
         now = now or _now()
@@ -355,13 +361,13 @@ class MemoryVectorStore(EmulatorRagStore):
 
         pool = [(where, row) for where in dict.fromkeys([key, *granted])
                 for row in self._threads.get(where, {}).values() if allowed(where, row)]
-        query_terms = set(lexical_terms(query_text or ""))
+        terms = set(query_terms(query_text))
         query_norm_squared = norm_squared(query)
         query_double = query.astype(np.float64)
         scored = []
         for where, row in pool:
             similarity = cosine_similarity(row.embedding, row.norm_squared, query_double, query_norm_squared)
-            lexical = len(query_terms & row.terms) / len(query_terms) if query_terms else 0.0
+            lexical = len(terms & row.terms) / len(terms) if terms else 0.0
             base = similarity + LEXICAL_WEIGHT * lexical
             scored.append(((-base, row.sequence, row.id, where[2], where[1]), where, row, similarity, lexical, base))
         scored.sort(key=lambda item: item[0])
@@ -432,10 +438,14 @@ class MemoryVectorStore(EmulatorRagStore):
         scope_texts(Scope(scope.tenant_id, child_resource_id, child_thread_id))
         check_texts(source_ids, "shared ids", InvalidEntryError)
         check_aware(expires_at, "expires_at")
-        self._key(scope)
+        key = self._key(scope)
         check_scope(Scope(scope.tenant_id, child_resource_id, child_thread_id), thread_required=True)
         if (child_resource_id, child_thread_id) == (scope.resource_id, scope.thread_id):
             raise InvalidEntryError("a thread cannot share with itself")
+        if child_resource_id != scope.resource_id and not is_agent_resource(scope.resource_id, child_resource_id):
+            raise InvalidScopeError(
+                "child_resource_id must be the parent's resource or a delegated agent's (<resource>/agent:<agent id>)"
+            )
         if len(source_ids) > 256:
             raise LimitExceededError(f"a share grant lists at most 256 ids, got {len(source_ids)}")
         check_shared_ids(source_ids)
@@ -443,11 +453,12 @@ class MemoryVectorStore(EmulatorRagStore):
         if expires_at is not None and expires_at <= now:
             raise LimitExceededError("expires_at must be in the future")
         grant_key = (scope.tenant_id, scope.resource_id, scope.thread_id or "", child_resource_id, child_thread_id)
-        if not source_ids:
+        granted = frozenset(source_ids) & self._threads.get(key, {}).keys()  # the entries as they are now
+        if not granted:
             self._grants.pop(grant_key, None)
             return 0
-        self._grants[grant_key] = (frozenset(source_ids), expires_at)
-        return len(set(source_ids))
+        self._grants[grant_key] = (granted, expires_at)
+        return len(granted)
 
     def _walk(self, key: tuple[str, str, str], ids: Sequence[str]) -> set[str]:
         """Mirror of invalidate_v1's walk: breadth-first over distinct lineage edges; returns every id reached."""
@@ -509,10 +520,14 @@ class MemoryVectorStore(EmulatorRagStore):
             raise LifecycleOrderError("purge: invalidate the entries (invalidate_v1) before deleting them")
         for entry_id in doomed:
             del rows[entry_id]
-        for grant_key, (shared, expires_at) in list(self._grants.items()):
-            if grant_key[:3] == key and shared & doomed:  # a grant shares entries, not ids
-                self._grants[grant_key] = (shared - doomed, expires_at)
+        self._unshare(key, doomed)
         return len(doomed)
+
+    def _unshare(self, key: tuple[str, str, str], ids: set[str]) -> None:
+        """Mirror of ``unshare_v1``: written or deleted ids leave every grant of their thread."""
+        for grant_key, (shared, expires_at) in list(self._grants.items()):
+            if grant_key[:3] == key and shared & ids:
+                self._grants[grant_key] = (shared - ids, expires_at)
 
     def _locked_row(self, key: tuple[str, str, str], entry_id: str) -> _Row:
         row = self._threads.get(key, {}).get(entry_id)
@@ -571,6 +586,7 @@ class MemoryVectorStore(EmulatorRagStore):
         lineage = row.metadata.get("_lineage")
         row.metadata["_lineage"] = {**(lineage if isinstance(lineage, dict) else {"sourceIds": []}), "reason": "corrected"}
         row.updated_at = now
+        self._unshare(key, {entry_id})
         if entry_id not in self._tombstones.get(key, {}):  # re-derived from its own sources (lineage cycles)
             self._tombstone_from_sources(key, [entry_id])
             if entry_id in self._tombstones.get(key, {}):

@@ -3,6 +3,7 @@
 -- call them. Each file holds one function's whole definition. Revision 0007
 -- (re)creates the functions listed here as they were at that revision.
 \ir functions/install_info_v1.sql
+\ir functions/tenant_access_v1.sql
 \ir functions/is_blank_v1.sql
 \ir functions/assert_scope_v1.sql
 \ir functions/assert_embedding_v1.sql
@@ -15,9 +16,11 @@
 \ir functions/get_working_v1.sql
 \ir functions/update_working_v1.sql
 \ir functions/tombstone_from_sources_v1.sql
+\ir functions/unshare_v1.sql
 \ir functions/remember_v1.sql
 \ir functions/remember_batch_v1.sql
 \ir functions/lexical_score_v1.sql
+\ir functions/query_terms_v1.sql
 \ir functions/scoring_weights_v1.sql
 \ir functions/recency_v1.sql
 \ir functions/recall_v2.sql

@@ -187,3 +187,19 @@ alter table {{rag_scope_generations}} enable row level security;
 create policy tenant_isolation on {{rag_scope_generations}}
   using (tenant_id = current_setting('prism_memory.tenant_id', true))
   with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+
+-- Tenant-bound roles: a database role listed here may call the API functions
+-- only for these tenants, on the server's clock (tenant_access_v1). A role
+-- with no row is trusted with every tenant. Written by the schema owner
+-- (prism_memory.schema.bind_role_tenants); the API functions only read it.
+create table {{tenant_binding}} (
+  tenant_id  text        not null,
+  role_name  text        not null,
+  created_at timestamptz not null default now(),
+  primary key (tenant_id, role_name)
+);
+create index {{tenant_binding_role_idx}} on {{tenant_binding}} (role_name, tenant_id);
+alter table {{tenant_binding}} enable row level security;
+create policy tenant_isolation on {{tenant_binding}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));

@@ -4,7 +4,8 @@
 -- keeps its lineage, so it is then re-derived from its sources: if the walk
 -- invalidated one of its own sources (a lineage cycle), it is invalid too
 -- ("multi-source facts stay injectable only if none of their sources are
--- invalidated"). Returns the record and every id invalidated (the entry last,
+-- invalidated"). The entry leaves every share grant of the thread
+-- (unshare_v1). Returns the record and every id invalidated (the entry last,
 -- when it is one of them). PM002 for a blank text, PM006 over 64 MiB, PM003 /
 -- PM004 for the embedding, PM011 when the thread holds no such entry.
 create or replace function {{schema}}.correct_v2(
@@ -15,8 +16,10 @@ language plpgsql volatile security definer
 set search_path from current
 as $$
 declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
   v_record {{schema}}.entry_record_v1;
 begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
   perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
   if p_text is null or is_blank_v1(p_text) then
@@ -52,6 +55,7 @@ begin
        v_record.consent_source, v_record.consent_scope, v_record.consent_visible,
        v_record.consent_granted_at, v_record.consent_revoked_at, v_record.legal_hold,
        v_record.created_at, v_record.updated_at;
+  perform unshare_v1(p_tenant_id, p_resource_id, p_thread_id, array[p_entry_id]);
   if not exists (select 1 from {{invalidation}} i
                  where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
                    and i.thread_id = p_thread_id and i.entry_id = p_entry_id) then

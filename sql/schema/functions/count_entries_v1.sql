@@ -3,6 +3,8 @@ returns bigint
 language plpgsql stable security definer
 set search_path from current
 as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
 begin
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
   return (select count(*) from {{entries}} e

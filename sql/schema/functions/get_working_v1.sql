@@ -4,6 +4,8 @@ returns table (data jsonb, version bigint, created_at timestamptz, updated_at ti
 language plpgsql stable security definer
 set search_path from current
 as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
 begin
   perform {{schema}}.assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, false);
   return query

@@ -14,6 +14,7 @@ language plpgsql volatile security definer
 set search_path from current
 as $$
 declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
   v_visited text[] := array(select distinct x from unnest(p_ids) as x);
   v_frontier text[] := v_visited;
   v_edges text[] := '{}';  -- 'source' || chr(31) || 'dependent'
@@ -21,6 +22,7 @@ declare
   v_new text[];
   v_depth integer := 0;
 begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
   if coalesce(cardinality(p_ids), 0) not between 1 and 64 then
     raise exception 'invalidate: between 1 and 64 ids per call, got %', coalesce(cardinality(p_ids), 0)

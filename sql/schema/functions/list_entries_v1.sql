@@ -10,6 +10,8 @@ returns setof {{schema}}.entry_record_v1
 language plpgsql stable security definer
 set search_path from current
 as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
 begin
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
   if p_limit is null or p_limit not between 1 and 200 then

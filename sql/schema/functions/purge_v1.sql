@@ -10,7 +10,8 @@ language plpgsql volatile security definer
 set search_path from current
 as $$
 declare
-  v_deleted integer;
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
+  v_ids text[];
 begin
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
   perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
@@ -31,15 +32,9 @@ begin
     where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
       and e.thread_id = p_thread_id and e.id = any(p_ids) and not e.legal_hold
     returning e.id
-  ), unshared as (
-    -- A grant shares entries, not ids: a later entry under a deleted id is not shared.
-    update {{share_grant}} g
-    set source_ids = array(select x from unnest(g.source_ids) as x
-                           where x not in (select d.id from deleted d))
-    where g.tenant_id = p_tenant_id and g.resource_id = p_resource_id
-      and g.parent_thread_id = p_thread_id and g.source_ids && array(select d.id from deleted d)
   )
-  select count(*) into v_deleted from deleted;
-  return v_deleted;
+  select coalesce(array_agg(d.id), '{}') into v_ids from deleted d;
+  perform unshare_v1(p_tenant_id, p_resource_id, p_thread_id, v_ids);
+  return cardinality(v_ids);
 end;
 $$;

@@ -8,6 +8,8 @@ returns boolean
 language plpgsql stable security definer
 set search_path from current
 as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
 begin
   if p_tenant_id is null or is_blank_v1(p_tenant_id) or octet_length(p_tenant_id) > 256 then
     raise exception 'tenant_id must be a non-blank string of at most 256 bytes' using errcode = 'PM001';

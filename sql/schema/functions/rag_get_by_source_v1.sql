@@ -11,6 +11,7 @@ language plpgsql stable security definer
 set search_path from current
 as $$
 declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
   v_generation bigint := rag_read_generation_v1(p_tenant_id, p_scope, 1, null, p_acl,
                                                 p_principal_id, p_group_ids, p_generation);
 begin

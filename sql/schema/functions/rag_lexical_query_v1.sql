@@ -1,6 +1,6 @@
 -- Full-text leg: top-k chunks of one generation whose text_tsv holds any of
 -- the query's lexical terms (through the GIN index), scored by the share of
--- the query's distinct terms they hold (lexical_score_v1, as in recall), ties
+-- the query's terms (query_terms_v1: at most 32) they hold (lexical_score_v1, as in recall), ties
 -- by id, under the filter and ACL of rag_where_v1. A query with no terms
 -- returns nothing.
 create or replace function {{schema}}.rag_lexical_query_v1(
@@ -13,6 +13,7 @@ language plpgsql stable security definer
 set search_path from current
 as $$
 declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
   v_filter jsonb := nullif(p_filter, '{}'::jsonb);
   v_generation bigint := rag_read_generation_v1(p_tenant_id, p_scope, p_top_k, p_filter, p_acl,
                                                 p_principal_id, p_group_ids, p_generation);
@@ -26,7 +27,7 @@ begin
     raise exception 'the query text is % bytes, over the 64 KiB hard cap', octet_length(p_query_text)
       using errcode = 'PM006';
   end if;
-  v_terms := lexical_terms_v1(p_query_text);
+  v_terms := query_terms_v1(p_query_text);
   if cardinality(v_terms) = 0 then
     return;
   end if;

@@ -23,6 +23,7 @@ set hnsw.iterative_scan = 'relaxed_order'
 set hnsw.ef_search = 40
 as $$
 declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
   v_filter jsonb := nullif(p_filter, '{}'::jsonb);
   v_generation bigint := rag_read_generation_v1(p_tenant_id, p_scope, p_top_k, p_filter, p_acl,
                                                 p_principal_id, p_group_ids, p_generation);

@@ -5,6 +5,8 @@ returns bigint
 language plpgsql volatile security definer
 set search_path from current
 as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
 begin
   perform rag_assert_scope_v1(p_tenant_id, p_scope);
   if p_generation is null then

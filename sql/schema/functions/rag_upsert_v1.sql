@@ -11,6 +11,7 @@ language plpgsql volatile security definer
 set search_path from current
 as $$
 declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
   v_count integer := coalesce(cardinality(p_ids), 0);
   v_generation bigint;
   v_problem text;

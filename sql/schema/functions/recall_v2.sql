@@ -1,7 +1,7 @@
 -- Semantic recall over one thread, behind the consent gate, plus the entries a
 -- live share grant from p_share_parent_thread_id lets this thread read.
 --   similarity = 1 - cosine distance (pgvector <=>), in [-1, 1]
---   lexical    = share of the query's distinct lexical terms found in the entry, in [0, 1]
+--   lexical    = share of the query's terms (query_terms_v1: at most 32) found in the entry, in [0, 1]
 --   score      = similarity + 0.25 * lexical
 -- Only injectable entries take part: visible, not revoked, not held, not
 -- tombstoned (an indexed NOT EXISTS), explicitly consented when
@@ -30,8 +30,8 @@
 -- are joined back to their entries by ctid (the row scored, same snapshot).
 -- A plain recall (no scoring, grants, adjacency or explain) takes a shorter
 -- statement. Errors: PM001 scope, PM005 top_k (1..32) or message_range
--- (0..4), PM006 a query over 64 KiB, PM003/PM004 the query embedding, PM015
--- scoring weights.
+-- (0..4), PM006 a query over 64 KiB, PM008 a blank query, PM003/PM004 the
+-- query embedding, PM015 scoring weights.
 create or replace function {{schema}}.recall_v2(
   p_tenant_id text, p_resource_id text, p_thread_id text,
   p_query_embedding vector, p_query_text text default '',
@@ -52,12 +52,14 @@ set enable_indexscan = off
 set enable_mergejoin = off
 as $$
 declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
   v_weights record := scoring_weights_v1(p_recency_weight, p_importance_weight, p_half_life_ms);
   v_scored boolean := p_recency_weight is not null or p_importance_weight is not null;
-  v_terms text[] := lexical_terms_v1(coalesce(p_query_text, ''));
+  v_terms text[] := query_terms_v1(coalesce(p_query_text, ''));
   -- Any-term query: terms hold no quote or backslash, so quote_literal is a safe operand.
   v_any_term tsquery := (select string_agg(quote_literal(term), ' | ')::tsquery from unnest(v_terms) as term);
 begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
   if p_top_k is null or p_top_k < 1 or p_top_k > 32 then
     raise exception 'top_k must be between 1 and 32, got %', p_top_k using errcode = 'PM005';
@@ -69,6 +71,9 @@ begin
   if octet_length(p_query_text) > 65536 then
     raise exception 'the query text is % bytes, over the 64 KiB hard cap', octet_length(p_query_text)
       using errcode = 'PM006';
+  end if;
+  if p_query_text is null or is_blank_v1(p_query_text) then
+    raise exception 'the query text must not be blank' using errcode = 'PM008';
   end if;
   if p_share_parent_thread_id is not null and is_blank_v1(p_share_parent_thread_id) then
     raise exception 'share_from_parent_thread_id must not be blank' using errcode = 'PM001';

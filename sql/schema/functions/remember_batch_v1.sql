@@ -21,10 +21,12 @@ language plpgsql volatile security definer
 set search_path from current
 as $$
 declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
   v_count integer := coalesce(cardinality(p_ids), 0);
   v_group record;
   v_key bigint;
 begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
   if p_tenant_id is null or is_blank_v1(p_tenant_id) then
     raise exception 'tenant_id must be a non-empty string' using errcode = 'PM001';
   end if;

@@ -5,7 +5,8 @@
 -- batch); a missing consent keeps the stored one (legacy for a new entry).
 -- Importance is clamped to [0, 1]; metadata._lineage is checked; created_at
 -- and updated_at are p_now. A written entry is tombstoned exactly when one of
--- its lineage sources is invalid. Returns the number of entries written.
+-- its lineage sources is invalid. A written id leaves every share grant of
+-- the thread (unshare_v1). Returns the number of entries written.
 create or replace function {{schema}}.remember_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text,
   p_ids text[], p_texts text[], p_embeddings vector[],
@@ -17,6 +18,7 @@ language plpgsql volatile security definer
 set search_path from current
 as $$
 declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
   v_count integer := coalesce(cardinality(p_ids), 0);
   v_max_sequence bigint;
   v_problem text;
@@ -25,6 +27,7 @@ declare
   v_dependents text[] := '{}';
   v_offset integer;
 begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
   perform {{schema}}.assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
   if v_count = 0 then
     return query select 0, '{}'::text[];
@@ -129,6 +132,7 @@ begin
         consent_source = excluded.consent_source, consent_scope = excluded.consent_scope,
         consent_visible = excluded.consent_visible, consent_granted_at = excluded.consent_granted_at,
         consent_revoked_at = excluded.consent_revoked_at, updated_at = p_now;
+  perform unshare_v1(p_tenant_id, p_resource_id, p_thread_id, p_ids);
 
   -- A written entry is invalidated exactly when one of its lineage sources is;
   -- a written entry that is now invalid (by a source, or written invisible or

@@ -11,7 +11,10 @@ returns table (entry_id text, held boolean)
 language plpgsql stable security definer
 set search_path from current
 as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
 begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
   if p_batch_size is null or p_batch_size not between 1 and 64 then
     raise exception 'batch_size must be between 1 and 64, got %', p_batch_size using errcode = 'PM005';

@@ -15,10 +15,12 @@ language plpgsql volatile security definer
 set search_path from current
 as $$
 declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
   v_revoking boolean := p_visible is false or p_revoked_at is not null;
   v_granting boolean := p_visible is true and p_revoked_at is null;
   v_invalidated text[] := '{}';
 begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
   perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
   if p_source is not null and p_source not in ('user', 'agent', 'system') then

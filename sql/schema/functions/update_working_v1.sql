@@ -9,6 +9,7 @@ language plpgsql volatile security definer
 set search_path from current
 as $$
 declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
   v_current bigint;
 begin
   perform {{schema}}.assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, false);
