@@ -2,7 +2,7 @@
 
 The target schema, table and dimension come from ``config.attributes``
 (``prism_memory.schema.alembic_config``). The version table lives in the target
-schema, and an advisory lock serialises concurrent migrators.
+schema, and an advisory lock serialises concurrent migrators of one database.
 """
 
 from alembic import context
@@ -10,17 +10,35 @@ from prism_memory.schema import SchemaConfig, quote_identifier, sqlalchemy_url
 from sqlalchemy import create_engine, pool, text
 
 config = context.config
+
 schema_config: SchemaConfig = config.attributes["schema_config"]
+
+#: Loads pgvector's shared library in this session when the extension exists (a fresh database has
+#: none yet: revision 0001 creates it, which loads the library).
+_LOAD_PGVECTOR = """
+do $$
+declare
+  v_schema name := (select n.nspname from pg_catalog.pg_extension x
+                    join pg_catalog.pg_namespace n on n.oid = x.extnamespace where x.extname = 'vector');
+begin
+  if v_schema is not null then
+    execute pg_catalog.format('select %L::%I.vector(1)', '[1]', v_schema);
+  end if;
+end;
+$$
+"""
 
 
 def run_migrations_online() -> None:
     engine = create_engine(sqlalchemy_url(config.attributes["dsn"]), poolclass=pool.NullPool)
     with engine.connect() as connection:
         with connection.begin():
-            connection.execute(
-                text("select pg_advisory_xact_lock(hashtextextended(:key, 0))"),
-                {"key": "prism_memory.migrate:" + schema_config.schema},
-            )
+            # One migration at a time per database: installs into different schemas still
+            # share "create extension vector".
+            connection.execute(text("select pg_advisory_xact_lock(hashtextextended('prism_memory.migrate', 0))"))
+            # Load pgvector's library, so that functions whose SET clauses name its settings
+            # (hnsw.*) can be created by an owner who is not a superuser.
+            connection.execute(text(_LOAD_PGVECTOR))
             connection.execute(text(f"create schema if not exists {quote_identifier(schema_config.schema)}"))
             context.configure(
                 connection=connection,

@@ -171,3 +171,58 @@ def test_concurrent_migrators_all_succeed(server_dsn):
     workers = [subprocess.Popen([sys.executable, "-c", code, dsn]) for _ in range(3)]
     assert [worker.wait(timeout=120) for worker in workers] == [0, 0, 0]
     assert tables(dsn, "prism_memory") == EXPECTED_TABLES
+
+
+def test_concurrent_migrators_of_different_schemas_all_succeed(server_dsn):
+    """Installs into different schemas of one fresh database share "create extension vector": one lock per database."""
+    dsn = server_dsn("mig_concurrent_schemas")
+    code = ("import sys; from prism_memory.schema import SchemaConfig, migrate; "
+            "migrate(sys.argv[1], SchemaConfig(sys.argv[2], dimensions=16))")
+    workers = [subprocess.Popen([sys.executable, "-c", code, dsn, f"memory_{n}"]) for n in range(4)]
+    assert [worker.wait(timeout=180) for worker in workers] == [0, 0, 0, 0]
+    for n in range(4):
+        assert tables(dsn, f"memory_{n}") == EXPECTED_TABLES
+
+
+@pytest.mark.parametrize("dimensions", [None, 16])
+def test_an_owner_who_is_not_a_superuser_migrates_from_0006_and_installs_by_hand(server_dsn, dimensions):
+    """The production set-up (docs/security.md): a dedicated owner role, pgvector created by a superuser.
+
+    rag_query_v1 names pgvector's hnsw.* settings, which only a superuser may name before the
+    library is loaded in the session.
+    """
+    import secrets
+    from urllib.parse import parse_qs, urlparse
+
+    from conftest import dsn_for
+
+    owner = f"owner_{secrets.token_hex(4)}"
+    admin_dsn = server_dsn(f"mig_{owner}")
+    by_hand_admin = server_dsn(f"mig_{owner}_by_hand")
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f"create role {owner} login")
+    try:
+        urls = []
+        for url in (admin_dsn, by_hand_admin):
+            database = urlparse(url).path.lstrip("/")
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(f'alter database "{database}" owner to {owner}')
+                conn.execute("create extension vector")
+            query = parse_qs(urlparse(url).query)
+            urls.append(dsn_for(query["host"][0], query["port"][0], owner, database))
+        migrated, by_hand = urls
+        config = SchemaConfig(dimensions=dimensions)
+        migrate(migrated, config, "0006")
+        migrate(migrated, config)  # new sessions: nothing has loaded pgvector's library yet
+        with psycopg.connect(by_hand, autocommit=True) as conn:
+            conn.execute(build_memory_ddl(dimensions=dimensions))
+            if dimensions is not None:
+                conn.execute(build_vector_search_ddl(dimensions=dimensions))
+        assert catalog(by_hand) == catalog(migrated)
+    finally:
+        for url in (admin_dsn, by_hand_admin):
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(f"reassign owned by {owner} to current_user")
+                conn.execute(f"drop owned by {owner}")
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            conn.execute(f"drop role {owner}")

@@ -12,6 +12,10 @@
 -- chain, and diff their catalogs (tests/test_schema_source.py).
 
 create extension if not exists vector;
+-- Loads pgvector's library in this session (an extension created earlier, by
+-- another session, is not loaded yet): rag_query_v1's SET clauses name its
+-- hnsw.* settings, which only a superuser may name before the library is loaded.
+select '[1]'::vector(1);
 create schema if not exists {{schema}};
 
 -- Every function below that is parsed when it runs (PL/pgSQL, and SQL with a
