@@ -33,6 +33,7 @@ from .errors import (
     PrismMemoryError,
     SchemaVersionError,
     StoreError,
+    TenantAccessDeniedError,
     ValidationError,
     WorkingMemoryValidationError,
     WorkingMemoryVersionConflict,
@@ -47,7 +48,7 @@ from .postgres import (
     create_postgres_vector_store,
 )
 from .redaction import REDACTED
-from .schema import build_memory_ddl, build_vector_search_ddl, grant_app_role
+from .schema import build_memory_ddl, build_vector_search_ddl, grant_app_role, revoke_app_role, role_tenants
 from .stores import RagVectorStore, VectorStore, WorkingStore
 from .types import (
     AdjacentEntry,
@@ -142,6 +143,7 @@ __all__ = [
     "SchemaVersionError",
     "Scope",
     "StoreError",
+    "TenantAccessDeniedError",
     "ValidationError",
     "VectorStore",
     "WorkingMemoryRecord",
@@ -152,6 +154,8 @@ __all__ = [
     "build_memory_ddl",
     "build_vector_search_ddl",
     "grant_app_role",
+    "revoke_app_role",
+    "role_tenants",
     "create_hash_embedder",
     "create_memory",
     "create_memory_vector_store",

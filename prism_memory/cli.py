@@ -288,6 +288,27 @@ async def cmd_working(args: argparse.Namespace, out: Console, status: Console) -
     print_record(out, record, rendered)
 
 
+async def cmd_role(args: argparse.Namespace, out: Console, status: Console) -> None:
+    """Grant, revoke or show an application role's access (docs/security.md, "Tenant-bound roles")."""
+    from .schema import SchemaConfig, grant_app_role, revoke_app_role, role_tenants
+
+    if args.backend == "memory":
+        raise UsageError("roles are database roles: use the postgres backend")
+    dsn = await asyncio.to_thread(resolve_dsn, args, status)
+    config = SchemaConfig(args.schema, args.table, args.dimensions)
+    if args.action == "grant":
+        await asyncio.to_thread(grant_app_role, dsn, args.role, config, args.bind_tenant)
+    elif args.action == "revoke":
+        await asyncio.to_thread(revoke_app_role, dsn, args.role, config)
+    tenants = await asyncio.to_thread(role_tenants, dsn, args.role, config)
+    if args.action == "revoke":
+        out.print(f"role {args.role}: no access to schema {args.schema}", markup=False)
+    elif tenants:
+        out.print(f"role {args.role}: bound to tenants {', '.join(tenants)}", markup=False)
+    else:
+        out.print(f"role {args.role}: no tenant binding (trusted with every tenant it is granted)", markup=False)
+
+
 async def cmd_server(args: argparse.Namespace, out: Console, status: Console) -> None:
     """``server url`` / ``server stop``: the embedded server's URL (starting it), or stop it."""
     from .embedded import default_data_dir, embedded_dsn, stop_embedded_server
@@ -417,6 +438,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--expected-version", type=int, default=None, metavar="N",
                      help="fail unless the stored version is N (0: no record yet)")
     sub.add_argument("--template", default=None, metavar="T", help="also render the record through this {{path}} template")
+
+    role = commands.add_parser("role", help="an application role's access", description="an application role's access")
+    actions = role.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sub = command("grant", cmd_role, "grant ROLE the API functions (bound to the --bind-tenant ids when given)", into=actions)
+    sub.add_argument("role", metavar="ROLE")
+    sub.add_argument("--bind-tenant", action="append", metavar="ID", dest="bind_tenant",
+                     help="bind ROLE to this tenant (repeat for more); replaces its bindings")
+    sub = command("revoke", cmd_role, "revoke ROLE's grants and tenant bindings", into=actions)
+    sub.add_argument("role", metavar="ROLE")
+    sub = command("show", cmd_role, "print the tenants ROLE is bound to", into=actions)
+    sub.add_argument("role", metavar="ROLE")
 
     server = commands.add_parser("server", help="the embedded PostgreSQL", description="the embedded PostgreSQL")
     actions = server.add_subparsers(dest="action", required=True, metavar="ACTION")

@@ -104,6 +104,11 @@ class WorkingMemoryVersionConflict(PrismMemoryError):
     """``update_working(expected_version=...)`` did not match the stored version; nothing changed."""
 
 
+class TenantAccessDeniedError(PrismMemoryError, PermissionError):
+    """The database role the store connects as is bound to other tenants (SQLSTATE PM016); nothing was read or
+    written. Bind roles with :func:`prism_memory.schema.grant_app_role` (``tenants=``); docs/security.md."""
+
+
 class SchemaVersionError(PrismMemoryError):
     """The database schema is missing, older than this package needs, or newer than it understands."""
 
@@ -129,4 +134,5 @@ SQLSTATE_ERRORS: dict[str, type[PrismMemoryError]] = {
     "PM013": InvalidAuthorizationError,
     "PM014": AccessVersionConflict,
     "PM015": InvalidScoringError,
+    "PM016": TenantAccessDeniedError,
 }

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from . import sql_source
-from .errors import InvalidIdentifierError, LimitExceededError
+from .errors import InvalidIdentifierError, InvalidScopeError, LimitExceededError
 from .lexical import stopwords_sql_literal
 from .operations import API_FUNCTIONS
 
@@ -247,28 +249,32 @@ def alembic_config(dsn: str, config: SchemaConfig):
     return alembic_cfg
 
 
-def grant_app_role(dsn: str, role: str, config: SchemaConfig | None = None) -> None:
-    """Let ``role`` (an existing role) use the install and nothing more (blocking).
+def grant_app_role(dsn: str, role: str, config: SchemaConfig | None = None, tenants: Sequence[str] | None = None) -> None:
+    """Let ``role`` (an existing role) use the install and nothing more (blocking), optionally bound to tenants.
 
     Grants USAGE on the schema and EXECUTE on each of :data:`API_FUNCTIONS`;
     revokes every table privilege it may hold. The API functions run as their
     owner (SECURITY DEFINER, revision 0004), so the role reads and writes only
-    through them. Run it as the schema owner. Raises :class:`InvalidIdentifierError`
-    for a role name that is not a plain identifier, or that is ``public`` or a
-    predefined ``pg_*`` role, and :class:`StoreError` when the role does not
+    through them. With ``tenants`` (a non-empty list of tenant ids), the role
+    becomes tenant-bound: its bindings are replaced by exactly these tenants,
+    every API function refuses it any other tenant (:class:`TenantAccessDeniedError`,
+    PM016) and stamps its calls with the server's clock, whatever ``p_now`` it
+    sends (revision 0008). Without ``tenants`` its bindings are left as they
+    are (a role with none is trusted with every tenant). Grants and bindings
+    change in one transaction. Run it as the schema owner.
+
+    Raises :class:`InvalidIdentifierError` for a role name that is not a
+    plain identifier, or that is ``public`` or a predefined ``pg_*`` role;
+    :class:`InvalidScopeError` for an empty ``tenants`` list or a blank tenant
+    id (or one over 256 bytes); :class:`StoreError` when the role does not
     exist (or the grants fail); warns when the functions' owner is a superuser.
     """
-    import psycopg
     from psycopg import sql
 
     config = config or SchemaConfig()
-    validate_identifier("role", role)
-    if role.lower() == "public" or role.lower().startswith("pg_"):
-        raise InvalidIdentifierError(f"role {role!r} is PUBLIC or a predefined role; name the application's own role")
-    schema, grantee = sql.Identifier(config.schema), sql.Identifier(role)
-    from .postgres.errors import wrap_exceptions
-
-    with wrap_exceptions(), psycopg.connect(dsn, autocommit=True) as conn, conn.transaction():
+    grantee = sql.Identifier(_app_role(role))
+    bound = None if tenants is None else _tenant_ids(tenants)
+    with _owner_transaction(dsn, config) as conn:
         owner_is_superuser = conn.execute(
             "select r.rolsuper from pg_proc p join pg_roles r on r.oid = p.proowner "
             "where p.pronamespace = (select oid from pg_namespace where nspname = %s) and p.proname = 'recall_v2'",
@@ -280,15 +286,85 @@ def grant_app_role(dsn: str, role: str, config: SchemaConfig | None = None) -> N
                 "migrate as a dedicated owner role for production (docs/security.md)",
                 stacklevel=2,
             )
-        vector_schema = conn.execute("select n.nspname from pg_extension x join pg_namespace n on n.oid = x.extnamespace "
-                                     "where x.extname = 'vector'").fetchone()[0]
-        conn.execute(sql.SQL("select set_config('search_path', {}, true)").format(
-            sql.Literal(f"{quote_identifier(config.schema)}, {quote_identifier(vector_schema)}, pg_catalog")))
+        schema = sql.Identifier(config.schema)
         conn.execute(sql.SQL("grant usage on schema {} to {}").format(schema, grantee))
         conn.execute(sql.SQL("revoke all on all tables in schema {} from {}").format(schema, grantee))
         for name, arguments in API_FUNCTIONS:
             conn.execute(sql.SQL("grant execute on function {}.{}(" + arguments + ") to {}").format(
                 schema, sql.Identifier(name), grantee))
+        if bound is not None:
+            binding = sql.SQL(config.names["tenant_binding"])
+            conn.execute(sql.SQL("delete from {} where role_name = %s").format(binding), (role,))
+            for tenant_id in bound:
+                conn.execute(sql.SQL("insert into {} (tenant_id, role_name) values (%s, %s)").format(binding),
+                             (tenant_id, role))
+
+
+def revoke_app_role(dsn: str, role: str, config: SchemaConfig | None = None) -> None:
+    """Take back what :func:`grant_app_role` gave ``role`` (blocking): EXECUTE on the API functions, USAGE on the
+    schema, and its tenant bindings, in one transaction. Run it as the schema owner.
+
+    Raises :class:`InvalidIdentifierError` as :func:`grant_app_role` does and :class:`StoreError` when the
+    role does not exist.
+    """
+    from psycopg import sql
+
+    config = config or SchemaConfig()
+    grantee = sql.Identifier(_app_role(role))
+    with _owner_transaction(dsn, config) as conn:
+        schema = sql.Identifier(config.schema)
+        for name, arguments in API_FUNCTIONS:
+            conn.execute(sql.SQL("revoke execute on function {}.{}(" + arguments + ") from {}").format(
+                schema, sql.Identifier(name), grantee))
+        conn.execute(sql.SQL("revoke usage on schema {} from {}").format(schema, grantee))
+        conn.execute(sql.SQL("delete from {} where role_name = %s").format(sql.SQL(config.names["tenant_binding"])),
+                     (role,))
+
+
+def role_tenants(dsn: str, role: str, config: SchemaConfig | None = None) -> list[str]:
+    """The tenants ``role`` is bound to, sorted (code-point order); empty for a role with no binding (trusted
+    with every tenant, if it was granted the API at all). Raises :class:`StoreError` on a database failure."""
+    from psycopg import sql
+
+    config = config or SchemaConfig()
+    with _owner_transaction(dsn, config) as conn:
+        rows = conn.execute(sql.SQL("select tenant_id from {} where role_name = %s order by tenant_id collate \"C\"")
+                            .format(sql.SQL(config.names["tenant_binding"])), (role,)).fetchall()
+    return [row[0] for row in rows]
+
+
+def _app_role(role: object) -> str:
+    """``role`` if it may be granted the API: a plain identifier, not PUBLIC nor a predefined ``pg_*`` role."""
+    validate_identifier("role", role)
+    if role.lower() == "public" or role.lower().startswith("pg_"):  # type: ignore[union-attr]
+        raise InvalidIdentifierError(f"role {role!r} is PUBLIC or a predefined role; name the application's own role")
+    return role  # type: ignore[return-value]
+
+
+def _tenant_ids(tenants: object) -> list[str]:
+    """A non-empty list of distinct tenant ids (the id rule, 256 bytes), else :class:`InvalidScopeError`."""
+    from .checks import check_scope_id
+
+    if isinstance(tenants, (str, bytes)) or not isinstance(tenants, Sequence) or not tenants:
+        raise InvalidScopeError("tenants must be a non-empty list of tenant ids")
+    return list(dict.fromkeys(check_scope_id("tenant_id", tenant_id) for tenant_id in tenants))
+
+
+@contextmanager
+def _owner_transaction(dsn: str, config: SchemaConfig) -> Iterator[Any]:
+    """One autocommit connection in a transaction, errors wrapped (:class:`StoreError`), search_path pinned to
+    the schema, pgvector's schema and pg_catalog (so the function signatures resolve)."""
+    import psycopg
+    from psycopg import sql
+
+    from .postgres.errors import wrap_exceptions
+
+    with wrap_exceptions(), psycopg.connect(dsn, autocommit=True) as conn, conn.transaction():
+        vector_schema = conn.execute("select n.nspname from pg_extension x join pg_namespace n on n.oid = x.extnamespace "
+                                     "where x.extname = 'vector'").fetchone()[0]
+        conn.execute(sql.SQL("select set_config('search_path', {}, true)").format(
+            sql.Literal(f"{quote_identifier(config.schema)}, {quote_identifier(vector_schema)}, pg_catalog")))
+        yield conn
 
 
 def migrate(dsn: str, config: SchemaConfig | None = None, revision: str = "head") -> None:

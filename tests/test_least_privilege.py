@@ -19,7 +19,7 @@ from conftest import TEST_CONFIG, dsn_for
 
 TABLES = ["semantic_memory", "semantic_memory_working", "semantic_memory_invalidation", "semantic_memory_share_grant",
           "semantic_memory_rag_chunk", "semantic_memory_rag_source_acl", "semantic_memory_rag_source_version",
-          "semantic_memory_rag_scope_generations"]
+          "semantic_memory_rag_scope_generations", "semantic_memory_tenant_binding"]
 
 
 def as_role(dsn: str, role: str) -> str:
