@@ -98,16 +98,27 @@ async def correct(config: MemoryConfig, thread: Scope, entry_id: str, text: str)
     return config.redaction.record(record)
 
 
-async def forget(config: MemoryConfig, thread: Scope, ids: list[str], hold: bool) -> int:
+async def forget(config: MemoryConfig, thread: Scope, ids: list[str], hold: bool, erase_derived: bool = False) -> int:
     """Tombstone ``ids`` (1 to :data:`DELETE_BATCH` unique ids) and their dependents, run the hook, then delete.
 
     With ``hold`` the entries are put under legal hold instead and nothing is
-    deleted (returns 0); otherwise returns how many bodies were deleted (held
-    ones never are).
+    deleted (returns 0). Otherwise deletes the bodies of ``ids`` and, with
+    ``erase_derived``, of every entry the lineage walk tombstoned because of
+    them (derived copies of what is forgotten), :data:`DELETE_BATCH` ids per
+    store call; held entries are never deleted. Returns how many bodies were
+    deleted. The tombstones land in one transaction first, so an interrupted
+    erasure leaves only tombstoned (never injected) bodies, and calling again
+    finishes it.
     """
     invalidated = await config.vector_store.invalidate(thread, ids, "held" if hold else "deleted", now=config.now())
     await run_invalidation_hook(config, invalidated)
-    return 0 if hold else await config.vector_store.purge(thread, ids)
+    if hold:
+        return 0
+    doomed = list(dict.fromkeys([*ids, *invalidated])) if erase_derived else ids
+    deleted = 0
+    for start in range(0, len(doomed), DELETE_BATCH):
+        deleted += await config.vector_store.purge(thread, doomed[start : start + DELETE_BATCH])
+    return deleted
 
 
 async def apply_retention(

@@ -427,18 +427,23 @@ class Memory:
         await self._writes.settle("correct")
         return await lifecycle.correct(self._config, thread, entry_id, item.text)
 
-    async def forget(self, ids: Sequence[str], hold: bool = False) -> int:
+    async def forget(self, ids: Sequence[str], hold: bool = False, erase_derived: bool = False) -> int:
         """Really delete entries, or put them under legal hold (seed: ``forget``).
 
         ``ids``: 1 to 64 entry ids (the seed's delete batch). First the
         entries and their lineage dependents are tombstoned, then
         ``on_invalidate`` runs, then the bodies are deleted; returns how many
-        were deleted. With ``hold=True`` nothing is deleted (returns 0): the
-        entries are kept under legal hold, excluded from recall and export, and
-        skipped by retention. Entries already under hold are never deleted. A
-        revoked entry is not held: it is deleted. Raises
-        :class:`LimitExceededError` for more than 64 ids and
-        :class:`LineageLimitError` over the walk caps.
+        were deleted. With ``erase_derived=True`` the bodies of the dependents
+        (entries derived from the forgotten ones, transitively, e.g. a summary
+        quoting a deleted fact) are deleted too, not only tombstoned. With
+        ``hold=True`` nothing is deleted (returns 0): the entries are kept under
+        legal hold, excluded from recall and export, and skipped by retention.
+        Entries under hold are never deleted. A revoked entry is not held: it is
+        deleted. What an erasure leaves behind: each erased entry's tombstone
+        (its id, the reason, the id that caused it, its sequence), so its
+        sequence is never reused and an entry derived from it stays invalid
+        (docs/consent-and-lifecycle.md). Raises :class:`LimitExceededError` for
+        more than 64 ids and :class:`LineageLimitError` over the walk caps.
         """
         thread = self._thread_scope()
         if isinstance(ids, str) or not isinstance(ids, Sequence):
@@ -446,10 +451,11 @@ class Memory:
         unique = list(dict.fromkeys(self._entry_id(entry_id) for entry_id in ids))
         if not 1 <= len(unique) <= DELETE_BATCH:
             raise LimitExceededError(f"forget takes 1 to {DELETE_BATCH} ids per call, got {len(unique)}")
-        if not isinstance(hold, bool):
-            raise LimitExceededError(f"hold must be a bool, got {hold!r}")
+        for name, flag in (("hold", hold), ("erase_derived", erase_derived)):
+            if not isinstance(flag, bool):
+                raise LimitExceededError(f"{name} must be a bool, got {flag!r}")
         await self._writes.settle("forget")
-        return await lifecycle.forget(self._config, thread, unique, hold)
+        return await lifecycle.forget(self._config, thread, unique, hold, erase_derived)
 
     async def apply_retention(
         self, max_age_days: float | None = None, max_entries: int | None = None, batch_size: int = DELETE_BATCH

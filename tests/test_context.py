@@ -190,3 +190,19 @@ async def test_the_processor_tells_true_from_1():
     await memory.update_working({"flag": 1, "n": 0})
     record = await memory.create_working_memory_processor(lambda current, messages: {"flag": True, "n": False}).run([])
     assert record.version == 2 and record.data == {"flag": True, "n": False}
+
+
+@pytest.mark.parametrize("scope", [
+    {"resource_id": "alice/agent:researcher", "thread_id": "main"},
+    {"resource_id": "alice", "thread_id": "main/agent:researcher"},
+    {"resource_id": "alice/agent:researcher", "thread_id": "main/agent:researcher"},
+])
+def test_the_reserved_agent_segment_is_refused_from_the_host(scope):
+    """Issue: create_memory(resource_id="alice/agent:researcher", ...) read the delegated agent's notes.
+    Only Memory.child() makes ids with the /agent: segment."""
+    from prism_memory import create_hash_embedder, create_memory
+
+    with pytest.raises(InvalidScopeError, match="reserved"):
+        create_memory(tenant_id="t", embedder=create_hash_embedder(8), **scope)
+    parent = create_memory(tenant_id="t", resource_id="alice", thread_id="main", embedder=create_hash_embedder(8))
+    assert parent.child("researcher").scope.resource_id == "alice/agent:researcher"

@@ -16,7 +16,7 @@ from prism_memory import (
     embed_batched,
 )
 from prism_memory.cli import sample_conversation_path
-from prism_memory.lexical import lexical_terms
+from prism_memory.lexical import MAX_QUERY_TERMS, lexical_terms, query_terms
 
 TRICKY = [
     "",
@@ -44,10 +44,10 @@ def conversation_texts(path: Path) -> list[str]:
     return texts
 
 
-def sql_terms(dsn: str, texts: list[str]) -> list[list[str]]:
+def sql_terms(dsn: str, texts: list[str], function: str = "lexical_terms_v1") -> list[list[str]]:
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(
-            "select prism_memory.lexical_terms_v1(t) from unnest(%s::text[]) with ordinality as x(t, n) order by n",
+            f"select prism_memory.{function}(t) from unnest(%s::text[]) with ordinality as x(t, n) order by n",
             (texts,),
         ).fetchall()
     return [row[0] for row in rows]
@@ -58,6 +58,19 @@ def test_sql_tokenizer_and_python_mirror_agree_on_tricky_and_sample_text(pg_dsn)
     assert [lexical_terms(text) for text in texts] == sql_terms(pg_dsn, texts)
     assert lexical_terms(TRICKY[2]) == ["3", "5pm", "café", "hello", "old", "world", "year", "École"]
     assert lexical_terms(TRICKY[7]) == ["short", "y" * 64]
+
+
+def test_a_query_is_scored_by_its_first_32_distinct_terms_in_sql_and_python(pg_dsn):
+    """Issue: bounded cost. A 64 KiB query had about 10,900 distinct terms; now the first 32 (in order of
+    appearance) are kept, by the same rule in query_terms_v1 and lexical.query_terms."""
+    long_query = " ".join(f"w{n:05d}" for n in range(11000))[:65536]
+    repeated = " ".join(["zeta", "alpha", "zeta", "The", "beta"] + [f"t{n}" for n in range(40)])
+    texts = TRICKY + conversation_texts(sample_conversation_path()) + [long_query, repeated]
+    assert [query_terms(text) for text in texts] == sql_terms(pg_dsn, texts, "query_terms_v1")
+    assert MAX_QUERY_TERMS == 32 and len(query_terms(long_query)) == 32
+    assert query_terms(long_query) == sorted(f"w{n:05d}" for n in range(32))  # the first ones, not the smallest
+    assert query_terms(repeated) == sorted(["zeta", "alpha", "beta"] + [f"t{n}" for n in range(29)])
+    assert query_terms(TRICKY[2]) == lexical_terms(TRICKY[2])  # short queries keep every term
 
 
 def test_sql_tokenizer_and_python_mirror_agree_on_all_of_locomo(pg_dsn, locomo_path):

@@ -230,6 +230,32 @@ async def test_forget_deletes_after_the_hook_and_hold_keeps_the_body(backends):
     assert log[0] == [["child", "gone"], 4]
 
 
+async def test_an_erasure_deletes_the_derived_copies_too_and_holds_still_win(backends):
+    """Issue: after forget(["ssn-123"]) a derived entry quoting the SSN kept its body (tombstoned, never injected)."""
+    async def scenario(backend):
+        memory = backend.memory()
+        await seed(
+            memory,
+            {"id": "ssn-123", "text": "Ada's SSN is 123-45-6789"},
+            {"id": "nurse", "text": "Ada (SSN 123-45-6789) is a nurse", "lineage": {"source_ids": ["ssn-123"]}},
+            {"id": "summary", "text": "Ada, nurse, SSN 123-45-6789", "lineage": {"source_ids": ["nurse"]}},
+            {"id": "held", "text": "SSN 123-45-6789 under hold", "lineage": {"source_ids": ["ssn-123"]}},
+            {"id": "other", "text": "Ada likes tea"},
+        )
+        await memory.forget(["held"], hold=True)
+        deleted = await memory.forget(["ssn-123"], erase_derived=True)
+        stored = await memory.vector_store.list_by_thread(memory.scope, None, 100, exportable=False)
+        again = await memory.forget(["ssn-123"], erase_derived=True)  # nothing left to delete
+        return deleted, sorted(record.id for record in stored), again
+
+    assert await backends.run(scenario) == [3, ["held", "other"], 0]
+
+    async def bad_flag(backend):
+        await backend.memory().forget(["a"], erase_derived="yes")
+
+    assert await backends.run(bad_flag) == Raised(LimitExceededError)
+
+
 async def test_forget_bounds(backends):
     async def too_many(backend):
         await backend.memory().forget([f"id{i}" for i in range(65)])

@@ -3,7 +3,7 @@
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from prism_memory import InvalidEntryError, LimitExceededError, MemoryConsent
+from prism_memory import InvalidEntryError, InvalidScopeError, LimitExceededError, MemoryConsent
 
 from parity import Clock, Raised
 
@@ -28,7 +28,7 @@ async def readers(backend, clock):
         "parent": parent,
         "child": child,
         "sibling": backend.memory(thread_id="sibling", clock=clock),
-        "derived": backend.memory(resource_id="user-ada/agent-1", thread_id="child", clock=clock),
+        "derived": parent.child("agent-1"),  # a delegated agent: resource user-ada/agent:agent-1
         "tenant": backend.memory(tenant_id="t2", thread_id="child", clock=clock),
     }
 
@@ -49,7 +49,8 @@ async def test_share_grant_matrix(backends):
         parent = memories["parent"]
         states = {"before": await visible(memories)}
         assert await parent.share_with("child", ["p1", "p3"], expires_at=T0 + timedelta(hours=1)) == 2
-        assert await parent.share_with("child", ["p2"], child_resource_id="user-ada/agent-1") == 1
+        derived = memories["derived"].scope
+        assert await parent.share_with(derived.thread_id, ["p2"], child_resource_id=derived.resource_id) == 1
         states["granted"] = await visible(memories)
         states["parent_own"] = sorted(hit.id for hit in (await parent.recall("plan", top_k=32)).hits)
         states["without_flag"] = sorted(hit.id for hit in (await memories["child"].recall("plan", top_k=32)).hits)
@@ -57,7 +58,7 @@ async def test_share_grant_matrix(backends):
         states["after_revoking_p1"] = await visible(memories)
         clock.now = T0 + timedelta(hours=1)
         states["expired"] = await visible(memories)
-        await parent.revoke_share("child", child_resource_id="user-ada/agent-1")
+        await parent.revoke_share(derived.thread_id, child_resource_id=derived.resource_id)
         states["revoked"] = await visible(memories)
         return states
 
@@ -162,3 +163,55 @@ async def test_shared_entries_of_another_width_are_skipped(server_dsn):
             outcomes.append(normalise([hit.id for hit in result.hits]))
     assert_same(outcomes[0], outcomes[1])
     assert outcomes[0] == ["c"]
+
+
+async def test_a_grant_shares_the_entries_as_they_are_when_it_is_made(backends):
+    """Issue: a grant of an id the thread does not hold yet, or a rewrite of a granted id, shared later writes."""
+    async def scenario(backend):
+        parent = backend.memory(thread_id="parent")
+        child = backend.memory(thread_id="child")
+
+        async def seen():
+            hits = (await child.recall("note diary", top_k=8, share_from_parent_thread_id="parent")).hits
+            return sorted(f"{hit.id}={hit.text}" for hit in hits)
+
+        await parent.remember([{"id": "pub", "text": "public note"}, {"id": "other", "text": "other note"}], wait=True)
+        granted = await parent.share_with("child", ["pub", "other", "future"])
+        await parent.remember([{"id": "future", "text": "private diary written after the grant"}], wait=True)
+        after_new_id = await seen()
+        await parent.remember([{"id": "pub", "text": "public note, rewritten in private"}], wait=True)
+        after_rewrite = await seen()
+        await parent.correct("other", "other note, corrected in private")
+        after_correct = await seen()
+        regranted = await parent.share_with("child", ["pub", "future"])
+        return granted, after_new_id, after_rewrite, after_correct, regranted, await seen()
+
+    assert await backends.run(scenario) == [
+        2,
+        ["other=other note", "pub=public note"],
+        ["other=other note"],
+        [],
+        2,
+        ["future=private diary written after the grant", "pub=public note, rewritten in private"],
+    ]
+
+
+@pytest.mark.parametrize("child_resource_id", [
+    "user-bob", "user-ada-evil", "user-ad", "user-ada/agent:", "user-ada/agent:a/b", "user-ada/agent:-x",
+    "user-ada/agents:x", "other/user-ada/agent:x",
+])
+async def test_a_grant_goes_only_to_the_parents_resource_or_a_delegated_agents(backends, child_resource_id):
+    async def scenario(backend):
+        parent = backend.memory(thread_id="parent")
+        await parent.remember(PARENT_ENTRIES, wait=True)
+        return await parent.share_with("child", ["p1"], child_resource_id=child_resource_id)
+
+    assert await backends.run(scenario) == Raised(InvalidScopeError)
+
+    async def allowed(backend):
+        parent = backend.memory(thread_id="parent")
+        await parent.remember(PARENT_ENTRIES, wait=True)
+        return [await parent.share_with("child", ["p1"], child_resource_id=resource)
+                for resource in ("user-ada", "user-ada/agent:x", "user-ada/agent:Researcher-2.b")]
+
+    assert await backends.run(allowed) == [1, 1, 1]

@@ -100,6 +100,8 @@ CASES = [
     ("top_k 33", recall(top_k=33), LimitExceededError, "PM005"),
     ("message_range 5", recall(message_range=5), LimitExceededError, "PM005"),
     ("query over 64 KiB", recall(text="q" * 70000), PayloadTooLargeError, "PM006"),
+    ("empty query", recall(text=""), InvalidQueryError, "PM008"),
+    ("blank query", recall(text=" \t\u3000"), InvalidQueryError, "PM008"),
     # recall_v2 refuses a blank parent thread but has no 256-byte cap: the store applies the whole id rule
     ("blank parent thread", recall(share_from_parent_thread_id=" "), InvalidScopeError, PYTHON),
     ("recency weight 2", recall(scoring=RecallScoringOptions(2.0, half_life_ms=1.0)), InvalidScoringError, "PM015"),
