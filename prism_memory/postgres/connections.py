@@ -1,0 +1,99 @@
+"""How the Postgres stores use their pool: a checked connection for every call, and the retry rule.
+
+A restart, a failover or a proxy's idle timeout ends every pooled connection
+at once; each is found dead only when it is next used. The rule
+(``docs/errors.md``, "When the database goes away"):
+
+1. **Checked before anything is sent.** Each call (and each
+   ``transaction()``) takes a connection from the pool and checks it with
+   psycopg_pool's own ``AsyncConnectionPool.check_connection`` (an empty
+   query). A connection that fails the check goes back to the pool, which
+   discards it and connects a replacement; then ``pool.check()`` checks every
+   idle connection, so the other connections the same restart ended go too,
+   and another connection is taken: at most :data:`CHECKS` connections per
+   call. Nothing of the call was sent on a connection that failed its check,
+   so this holds for writes as for reads.
+2. **After the statement was sent, only a read is sent again**, once
+   (:data:`READ_SENDS`), and only when the connection was lost
+   (:func:`prism_memory.postgres.errors.connection_lost`). A write (every
+   operation that changes rows) is never sent twice: a statement that
+   reached the server may have committed before its connection was lost,
+   and sending it again could apply it twice (an ``invalidate`` or
+   ``correct`` that runs twice does not do what one does). A transaction is
+   never run again either.
+3. **No connection within the pool's timeout is not retried**: the pool has
+   waited that long already and keeps reconnecting in the background (with
+   its own backoff, from 1 s doubling while the server is down).
+
+What is not retried raises :class:`~prism_memory.errors.StoreUnavailableError`
+(or :class:`~prism_memory.errors.StoreClosedError` once the pool is closed),
+with the psycopg or psycopg_pool exception as ``__cause__``.
+
+The pool's own ``check`` parameter would run the same check, but after a
+failed check it waits (1 s, then 2 s, 4 s ...) before taking the next
+connection: with eight dead connections a call times out (30 s by default)
+before it reaches a live one. Sweeping with ``pool.check()`` replaces them all
+at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from .errors import connection_lost, translate
+
+#: At most this many connections are taken (and checked) for one call.
+CHECKS = 3
+#: A read is sent at most this many times; a write once.
+READ_SENDS = 2
+
+
+@asynccontextmanager
+async def checked_connection(pool: AsyncConnectionPool) -> AsyncIterator[psycopg.AsyncConnection]:
+    """A pooled connection that answered ``check_connection`` just now (rule 1 above).
+
+    Raises the psycopg_pool error when no connection comes free within the
+    pool's timeout (``PoolTimeout``) or the pool is closed (``PoolClosed``),
+    and the last check's ``OperationalError`` when :data:`CHECKS` connections
+    in a row failed their check. The caller translates them.
+    """
+    lost: psycopg.OperationalError | None = None
+    for _ in range(CHECKS):
+        async with pool.connection() as conn:
+            try:
+                await pool.check_connection(conn)
+            except psycopg.OperationalError as exc:
+                lost = exc
+            else:
+                yield conn
+                return
+        await pool.check()  # the dead connection went back (and was discarded); now the idle ones
+    assert lost is not None
+    raise lost
+
+
+async def fetch(
+    pool: AsyncConnectionPool, query: Any, params: Sequence[Any], read: bool = False
+) -> list[tuple[Any, ...]]:
+    """Run one statement on a checked pooled connection and return its rows (rules 1-3 above).
+
+    ``read``: the statement changes nothing, so it may be sent again once when
+    its connection is lost. psycopg errors become the package's typed errors
+    (:func:`prism_memory.postgres.errors.translate`), the original as ``__cause__``.
+    """
+    for send in range(1, (READ_SENDS if read else 1) + 1):
+        sent = False
+        try:
+            async with checked_connection(pool) as conn:
+                sent = True
+                cursor = await conn.execute(query, params)
+                return await cursor.fetchall()
+        except psycopg.Error as exc:
+            if not (read and sent and send < READ_SENDS and connection_lost(exc)):
+                raise translate(exc) from exc
+    raise AssertionError("unreachable")
