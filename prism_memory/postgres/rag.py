@@ -21,7 +21,7 @@ from ..embedding import embedding_values
 from ..errors import InvalidQueryError, StoreError
 from ..schema import SchemaConfig
 from ..types import RagAccessConstraint, RagChunk, RagMatch, StoredChunk
-from .connections import checked_connection
+from .connections import pooled_connection
 from .errors import translate
 from .queries import Queries
 
@@ -233,12 +233,12 @@ class PostgresRagTransaction(PostgresRagStore):
 async def pooled_transaction(pool: Any, config: SchemaConfig, queries: Queries) -> AsyncIterator[PostgresRagTransaction]:
     """A checked pooled connection in one transaction: committed when the block exits cleanly, rolled back otherwise.
 
-    The connection is checked before ``BEGIN`` (:func:`checked_connection`), so a connection a restart
+    The connection is checked before ``BEGIN`` (:func:`pooled_connection`), so a connection a restart
     ended is replaced; the transaction itself is never run again. No connection, or one lost before
     the commit completed, raises :class:`StoreUnavailableError` (the commit's outcome is then unknown).
     """
     try:
-        async with checked_connection(pool) as connection, connection.transaction():
+        async with pooled_connection(pool, checked=True) as connection, connection.transaction():
             view = PostgresRagTransaction(connection, config, queries)
             try:
                 yield view

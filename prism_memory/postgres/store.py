@@ -67,10 +67,11 @@ class _PostgresBase:
         self.queries = queries
 
     async def _fetch(self, query: Any, params: Sequence[Any], read: bool = False) -> list[tuple[Any, ...]]:
-        """Run one named query on a checked pooled connection; psycopg errors become typed errors.
+        """Run one named query on a pooled connection; psycopg errors become typed errors.
 
         ``read=True`` marks a query that changes nothing: only such a query is
-        sent again (once) when its connection is lost after it was sent
+        sent again (once) when its connection is lost after it was sent; any
+        other is sent once, on a connection checked just before
         (:mod:`prism_memory.postgres.connections` holds the rule).
         """
         return await fetch(self.pool, query, params, read)
@@ -472,6 +473,12 @@ async def create_postgres_memory_stores(
     :class:`SchemaVersionError` when the installed schema is missing, older,
     newer, or holds another table/dimension. Close the result
     (``await stores.close()``) to end its pool.
+
+    A call waits at most ``pool_timeout`` seconds for a pooled connection.
+    Calls raise :class:`StoreUnavailableError` while the database cannot be
+    reached and :class:`StoreClosedError` after ``close()``; a write's
+    connection is checked before use, and only reads are sent again
+    (:mod:`prism_memory.postgres.connections`).
     """
     config = SchemaConfig(schema, table, dimensions)
     pool, queries, config = await _open_pool(
@@ -505,6 +512,8 @@ async def create_postgres_vector_store(
     :class:`InvalidIdentifierError` for a bad schema or table name and
     :class:`SchemaVersionError` when the install is missing (with
     ``skip_migrations``), older, newer, or pinned to another dimension.
+    Connection failures are as for :func:`create_postgres_memory_stores`
+    (``pool_timeout``, :class:`StoreUnavailableError`, :class:`StoreClosedError`).
     """
     config = SchemaConfig(schema, table, dimension)
     pool, queries, config = await _open_pool(
