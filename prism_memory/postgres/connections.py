@@ -15,7 +15,7 @@ at once; each is found dead only when it is next used. The rule
    of the call was sent on a connection that failed its check.
 2. **Once sent, only a read is sent again**, once (:data:`READ_SENDS`), on a
    checked connection, and only when its connection was lost
-   (:func:`prism_memory.postgres.errors.connection_lost`). So a read is sent
+   (:func:`prism_memory.postgres.errors.database_unavailable`). So a read is sent
    without the check (saving its round trip on the hot path), and a dead
    connection costs it one failed send. A write is never sent twice: a
    statement that reached the server may have committed before its
@@ -46,7 +46,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-from .errors import connection_lost, translate
+from .errors import database_unavailable, translate
 
 #: At most this many connections are taken (and checked) for one call.
 CHECKS = 3
@@ -97,6 +97,6 @@ async def fetch(
                 cursor = await conn.execute(query, params)
                 return await cursor.fetchall()
         except psycopg.Error as exc:
-            if not (read and sent and send < READ_SENDS and connection_lost(exc)):
+            if not (read and sent and send < READ_SENDS and database_unavailable(exc)):
                 raise translate(exc) from exc
     raise AssertionError("unreachable")

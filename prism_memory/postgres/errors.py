@@ -24,7 +24,7 @@ from ..errors import (
 _SERVER_GONE = frozenset({"57P01", "57P02", "57P03"})
 
 
-def connection_lost(error: psycopg.Error) -> bool:
+def database_unavailable(error: psycopg.Error) -> bool:
     """Whether ``error`` means the database cannot be reached now (raised as :class:`StoreUnavailableError`).
 
     That is: an ``OperationalError`` the client raised itself (no SQLSTATE: the
@@ -45,7 +45,7 @@ def translate(error: psycopg.Error) -> PrismMemoryError:
     message = (error.diag.message_primary if error.diag else None) or str(error)
     if isinstance(error, PoolClosed):
         return StoreClosedError(f"the store is closed ({message})")
-    if connection_lost(error):
+    if database_unavailable(error):
         return StoreUnavailableError(f"the database is unavailable ({message}); retry later")
     if state in SQLSTATE_ERRORS:
         return SQLSTATE_ERRORS[state](message)

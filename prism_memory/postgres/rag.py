@@ -234,8 +234,10 @@ async def pooled_transaction(pool: Any, config: SchemaConfig, queries: Queries) 
     """A checked pooled connection in one transaction: committed when the block exits cleanly, rolled back otherwise.
 
     The connection is checked before ``BEGIN`` (:func:`pooled_connection`), so a connection a restart
-    ended is replaced; the transaction itself is never run again. No connection, or one lost before
-    the commit completed, raises :class:`StoreUnavailableError` (the commit's outcome is then unknown).
+    ended is replaced; the transaction itself is never run again. No connection within the pool's
+    timeout, or a connection lost during the block, raises :class:`StoreUnavailableError`: the
+    transaction was rolled back, unless the connection was lost while committing (then its outcome
+    is unknown).
     """
     try:
         async with pooled_connection(pool, checked=True) as connection, connection.transaction():
