@@ -117,6 +117,26 @@ class StoreError(PrismMemoryError):
     """An unexpected database failure, wrapped; the original is ``__cause__``."""
 
 
+class StoreUnavailableError(StoreError):
+    """The database cannot be reached now; the psycopg or psycopg_pool exception is ``__cause__``.
+
+    Raised when no pooled connection came free, or none could be made, within
+    the pool's timeout (the server is down or restarting, or every connection
+    is busy: ``PoolTimeout``), or when the connection was lost while the call
+    ran (the server terminated it, shut down or crashed). A read was sent again
+    once before this is raised; a write never is, so a write that raises this
+    after it was sent may or may not have committed (``docs/errors.md``).
+    Calls made after the server is back succeed: retry later.
+    """
+
+
+class StoreClosedError(StoreError):
+    """The store's connection pool is closed (``await stores.close()``); ``PoolClosed`` is ``__cause__``.
+
+    Every later call raises it; unlike :class:`StoreUnavailableError`, retrying never helps.
+    """
+
+
 #: SQLSTATEs raised by the SQL functions, and the type each maps to.
 SQLSTATE_ERRORS: dict[str, type[PrismMemoryError]] = {
     "PM001": InvalidScopeError,

@@ -115,6 +115,15 @@ class Memory:
         return self._config.limits
 
     @property
+    def failed_writes(self) -> int:
+        """How many background ``remember`` calls failed since the last :meth:`flush`, which re-raises the first.
+
+        No other call raises such a failure or is refused because of it (each was also logged as an error
+        on the ``prism_memory`` logger when it happened).
+        """
+        return self._writes.failed
+
+    @property
     def require_consent(self) -> bool:
         """Recall's default for ``require_consent``."""
         return self._config.require_consent
@@ -206,7 +215,8 @@ class Memory:
         than ``limits.remember_entries``); nothing is written if one fails.
         With ``wait=False`` (the default, as in the seed) indexing runs in the
         background: the result has ``pending`` > 0 and ``done=False``; await
-        :meth:`flush` to finish it and re-raise a failure. With ``wait=True``
+        :meth:`flush` to finish it and re-raise a failure (no other call raises
+        it; :attr:`failed_writes` counts them). With ``wait=True``
         embedding errors (:class:`InvalidEmbeddingError`,
         :class:`DimensionMismatchError`, :class:`EmbeddingFailedError`) raise
         here. A batch is written all or nothing. An entry whose lineage source
@@ -229,7 +239,12 @@ class Memory:
         return RememberResult(len(items), self._writes.pending, False)
 
     async def flush(self) -> None:
-        """Wait for background ``remember`` calls; re-raise the first failure since the last flush."""
+        """Wait for background ``remember`` calls; re-raise the first failure since the last flush.
+
+        This is where a failed background write is reported (its own error type, e.g.
+        :class:`InvalidEmbeddingError` or :class:`EmbeddingFailedError`); once raised, :attr:`failed_writes`
+        is 0 again. The calls that wait for background writes (``recall``, ``forget`` ...) never raise it.
+        """
         await self._writes.flush()
 
     async def recall(

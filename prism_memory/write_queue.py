@@ -7,6 +7,12 @@ The operations that must see the writes started before them call
 :meth:`WriteQueue.settle` once, after their own input checks and before their
 first embed or store call: the rule of what waiting means, and what a failed
 write does to the next caller, lives only there.
+
+The rule: an operation waits for the pending writes, but never raises a
+failure of theirs and is never refused because of one (a user's erasure must
+not fail because an unrelated earlier write did). A failed background write
+is logged at once (an error on the ``prism_memory`` logger), counted in
+:attr:`WriteQueue.failed`, and re-raised by the next :meth:`flush`.
 """
 
 from __future__ import annotations
@@ -35,7 +41,8 @@ class WriteQueue:
     def __init__(self) -> None:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._entries = 0
-        self._failures: list[BaseException] = []
+        self._first_failure: BaseException | None = None
+        self._failed = 0
         self._order = asyncio.Lock()
 
     @property
@@ -48,6 +55,11 @@ class WriteQueue:
         """``True`` when no background write is unfinished (``RememberResult.done``)."""
         return not self._tasks
 
+    @property
+    def failed(self) -> int:
+        """How many background writes failed since the last :meth:`flush` (which reports them)."""
+        return self._failed
+
     def ordered(self) -> asyncio.Lock:
         """The lock each write holds around its embed and store call (``async with queue.ordered():``)."""
         return self._order
@@ -55,8 +67,8 @@ class WriteQueue:
     def start(self, write: Coroutine[Any, Any, Any], entries: int) -> None:
         """Run ``write`` (holding ``entries`` entries) in the background.
 
-        A failure is logged at once and kept for the next :meth:`flush` or
-        :meth:`settle`; a cancelled write is dropped silently.
+        A failure is logged at once and kept for the next :meth:`flush`; a
+        cancelled write is dropped silently.
         """
         task = asyncio.create_task(write)
         self._tasks.add(task)
@@ -65,34 +77,40 @@ class WriteQueue:
         def finished(done: asyncio.Task[Any]) -> None:
             self._tasks.discard(done)
             self._entries -= entries
-            if not done.cancelled() and done.exception() is not None:
-                self._failures.append(done.exception())
-                logger.error("background remember of %d entries failed: %s", entries, type(done.exception()).__name__)
+            if not done.cancelled() and (failure := done.exception()) is not None:
+                self._failed += 1
+                if self._first_failure is None:
+                    self._first_failure = failure
+                logger.error("background remember of %d entries failed: %s", entries, type(failure).__name__)
 
         task.add_done_callback(finished)
 
-    async def flush(self) -> None:
-        """Wait until no background write is unfinished; re-raise the first failure since the last flush.
-
-        Writes started while waiting are waited for too. Each failure is
-        raised at most once; later ones from the same wait are dropped (they
-        were logged).
-        """
+    async def _wait(self) -> None:
+        """Wait until no background write is unfinished, writes started while waiting included."""
         while self._tasks:
             await asyncio.wait(set(self._tasks))
-        if self._failures:
-            failures, self._failures = self._failures, []
-            raise failures[0]
+
+    async def flush(self) -> None:
+        """Wait for the background writes; re-raise the first failure since the last flush.
+
+        Each failure is reported once: after raising, :attr:`failed` is 0
+        again, and later failures from the same wait are not raised (they
+        were logged).
+        """
+        await self._wait()
+        failure, self._first_failure, self._failed = self._first_failure, None, 0
+        if failure is not None:
+            raise failure
 
     async def settle(self, operation: SettlingOperation) -> None:
-        """Called by ``operation`` before it reads or changes the thread's entries: today, :meth:`flush`.
+        """Called by ``operation`` before it reads or changes the thread's entries: wait for pending writes.
 
-        So every such operation sees the writes started before it, and the
-        first of them to run after a failed write raises that failure (the
-        write's own error type, e.g. :class:`EmbeddingFailedError`). This is
-        the one place to give an operation a different rule.
+        So every such operation sees the writes started before it. A failed
+        write does not fail ``operation``: its failure stays for :meth:`flush`
+        (module docstring). This is the one place to give an operation a
+        different rule.
         """
-        await self.flush()
+        await self._wait()
 
     async def close(self) -> None:
         """Wait for the background writes; a failure is logged (it already was, as an error), not raised."""

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
+from psycopg_pool import PoolClosed
 
 from ..errors import (
     SQLSTATE_ERRORS,
@@ -13,14 +14,39 @@ from ..errors import (
     InvalidEmbeddingError,
     PrismMemoryError,
     SchemaVersionError,
+    StoreClosedError,
     StoreError,
+    StoreUnavailableError,
 )
+
+#: SQLSTATEs of a session the server ended or refused: ``admin_shutdown`` (``pg_terminate_backend``, a
+#: fast shutdown), ``crash_shutdown``, ``cannot_connect_now`` (the server is starting or stopping).
+_SERVER_GONE = frozenset({"57P01", "57P02", "57P03"})
+
+
+def database_unavailable(error: psycopg.Error) -> bool:
+    """Whether ``error`` means the database cannot be reached now (raised as :class:`StoreUnavailableError`).
+
+    That is: an ``OperationalError`` the client raised itself (no SQLSTATE: the
+    connection failed, was closed or broke; psycopg_pool's ``PoolTimeout`` and
+    ``TooManyRequests``), a ``08`` connection exception, or a session the
+    server ended (:data:`_SERVER_GONE`). ``PoolClosed`` is not: it is final.
+    """
+    if not isinstance(error, psycopg.OperationalError) or isinstance(error, PoolClosed):
+        return False
+    state = error.sqlstate
+    return state is None or state.startswith("08") or state in _SERVER_GONE
 
 
 def translate(error: psycopg.Error) -> PrismMemoryError:
-    """The typed error for a psycopg error: by our SQLSTATEs, then pgvector's messages, else :class:`StoreError`."""
+    """The typed error for a psycopg error: a closed pool or a lost connection, then our SQLSTATEs,
+    then pgvector's messages, else :class:`StoreError`."""
     state = error.sqlstate or ""
     message = (error.diag.message_primary if error.diag else None) or str(error)
+    if isinstance(error, PoolClosed):
+        return StoreClosedError(f"the store is closed ({message})")
+    if database_unavailable(error):
+        return StoreUnavailableError(f"the database is unavailable ({message}); retry later")
     if state in SQLSTATE_ERRORS:
         return SQLSTATE_ERRORS[state](message)
     if state == "22000" and "dimensions" in message:

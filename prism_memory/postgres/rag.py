@@ -21,6 +21,7 @@ from ..embedding import embedding_values
 from ..errors import InvalidQueryError, StoreError
 from ..schema import SchemaConfig
 from ..types import RagAccessConstraint, RagChunk, RagMatch, StoredChunk
+from .connections import pooled_connection
 from .errors import translate
 from .queries import Queries
 
@@ -30,7 +31,8 @@ class PostgresRagStore:
 
     config: SchemaConfig
     queries: Queries
-    #: ``(query, params, idempotent=True) -> rows``, provided by the class this is mixed into.
+    #: ``(query, params, read=False) -> rows``, provided by the class this is mixed into; ``read=True``
+    #: marks a statement that changes nothing (``prism_memory.postgres.connections``: only reads are sent again).
     _fetch: Callable[..., Awaitable[list[tuple[Any, ...]]]]
 
     @staticmethod
@@ -83,7 +85,7 @@ class PostgresRagStore:
         read = self._read_args(tenant_id, scope, top_k, filter, authorization, generation)
         vector = embedding_values(embedding, "query embedding")
         rows = await self._fetch(
-            self.queries.rag_query, (tenant_id, scope, np.asarray(vector, dtype=np.float32), top_k, *read)
+            self.queries.rag_query, (tenant_id, scope, np.asarray(vector, dtype=np.float32), top_k, *read), read=True
         )
         return [_match(row) for row in rows]
 
@@ -101,7 +103,7 @@ class PostgresRagStore:
         """``rag_lexical_query_v1``."""
         read = self._read_args(tenant_id, scope, top_k, filter, authorization, generation)
         check_text(text, "the query text", InvalidQueryError)
-        rows = await self._fetch(self.queries.rag_lexical_query, (tenant_id, scope, text, top_k, *read))
+        rows = await self._fetch(self.queries.rag_lexical_query, (tenant_id, scope, text, top_k, *read), read=True)
         return [_match(row) for row in rows]
 
     async def get_by_source(
@@ -121,6 +123,7 @@ class PostgresRagStore:
         rows = await self._fetch(
             self.queries.rag_get_by_source,
             (tenant_id, scope, source_id, after_id, limit, acl, principal, groups, generation),
+            read=True,
         )
         return [
             StoredChunk(chunk_id, source, text, metadata, _floats(embedding), chunk_generation,
@@ -143,14 +146,13 @@ class PostgresRagStore:
         [(deleted,)] = await self._fetch(
             self.queries.rag_delete,
             (tenant_id, scope, listed, source_id, generation),
-            idempotent=False,
         )
         return int(deleted)
 
     async def get_current_generation(self, tenant_id: str, scope: str) -> int:
         """``rag_get_generation_v1``: the pointer, 0 when never set."""
         ragargs.scope_arguments(tenant_id, scope)
-        [(generation,)] = await self._fetch(self.queries.rag_get_generation, (tenant_id, scope))
+        [(generation,)] = await self._fetch(self.queries.rag_get_generation, (tenant_id, scope), read=True)
         return int(generation)
 
     async def set_current_generation(self, tenant_id: str, scope: str, generation: int) -> int:
@@ -192,6 +194,7 @@ class PostgresRagStore:
             self.queries.rag_check_source_access,
             (tenant_id, source_id, None if reader is None else reader.principal_id,
              [] if reader is None else list(reader.group_ids), access_version),
+            read=True,
         )
         return bool(allowed)
 
@@ -204,8 +207,11 @@ class PostgresRagTransaction(PostgresRagStore):
         self.config = config
         self.queries = queries
 
-    async def _fetch(self, query: Any, params: Sequence[Any], idempotent: bool = True) -> list[tuple[Any, ...]]:
-        """One call in its own savepoint: a call that fails changes nothing and leaves the transaction usable."""
+    async def _fetch(self, query: Any, params: Sequence[Any], read: bool = False) -> list[tuple[Any, ...]]:
+        """One call in its own savepoint: a call that fails changes nothing and leaves the transaction usable.
+
+        Nothing is sent again inside a transaction, reads included: a lost connection ends the transaction.
+        """
         if self.connection is None:
             raise StoreError("this transaction has ended; use the store itself")
         try:
@@ -225,17 +231,23 @@ class PostgresRagTransaction(PostgresRagStore):
 
 @asynccontextmanager
 async def pooled_transaction(pool: Any, config: SchemaConfig, queries: Queries) -> AsyncIterator[PostgresRagTransaction]:
-    """A pooled connection in one transaction: committed when the block exits cleanly, rolled back otherwise."""
-    async with pool.connection() as connection:
-        try:
-            async with connection.transaction():
-                view = PostgresRagTransaction(connection, config, queries)
-                try:
-                    yield view
-                finally:
-                    view.connection = None
-        except psycopg.Error as exc:
-            raise translate(exc) from exc
+    """A checked pooled connection in one transaction: committed when the block exits cleanly, rolled back otherwise.
+
+    The connection is checked before ``BEGIN`` (:func:`pooled_connection`), so a connection a restart
+    ended is replaced; the transaction itself is never run again. No connection within the pool's
+    timeout, or a connection lost during the block, raises :class:`StoreUnavailableError`: the
+    transaction was rolled back, unless the connection was lost while committing (then its outcome
+    is unknown).
+    """
+    try:
+        async with pooled_connection(pool, checked=True) as connection, connection.transaction():
+            view = PostgresRagTransaction(connection, config, queries)
+            try:
+                yield view
+            finally:
+                view.connection = None
+    except psycopg.Error as exc:
+        raise translate(exc) from exc
 
 
 def _floats(embedding: Any) -> list[float]:

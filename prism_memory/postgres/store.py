@@ -37,6 +37,7 @@ from ..errors import (
     PrismMemoryError,
     SchemaVersionError,
     StoreError,
+    StoreUnavailableError,
     WorkingMemoryValidationError,
 )
 from ..explain import explain_hits
@@ -54,12 +55,10 @@ from ..types import (
     Scope,
     WorkingMemoryRecord,
 )
-from .errors import translate, wrap_exceptions
+from .connections import fetch
+from .errors import wrap_exceptions
 from .queries import Queries, build_queries, install_info_query
 from .rag import PostgresRagStore, PostgresRagTransaction, pooled_transaction
-
-#: SQLSTATEs of a session the server ended (admin/crash/cannot-connect-now): the statement never ran.
-_SESSION_TERMINATED = frozenset({"57P01", "57P02", "57P03"})
 
 
 class _PostgresBase:
@@ -68,26 +67,15 @@ class _PostgresBase:
         self.config = config
         self.queries = queries
 
-    async def _fetch(self, query: Any, params: Sequence[Any], idempotent: bool = True) -> list[tuple[Any, ...]]:
+    async def _fetch(self, query: Any, params: Sequence[Any], read: bool = False) -> list[tuple[Any, ...]]:
         """Run one named query on a pooled connection; psycopg errors become typed errors.
 
-        A connection the server closed while it sat in the pool is retried once
-        on a fresh one: always when the server reports it terminated the
-        session (the statement never ran), otherwise only for ``idempotent``
-        calls (reads, and ``remember``, an upsert by id).
+        ``read=True`` marks a query that changes nothing: only such a query is
+        sent again (once) when its connection is lost after it was sent; any
+        other is sent once, on a connection checked just before
+        (:mod:`prism_memory.postgres.connections` holds the rule).
         """
-        for attempt in (1, 2):
-            try:
-                async with self.pool.connection() as conn:
-                    cursor = await conn.execute(query, params)
-                    return await cursor.fetchall()
-            except psycopg.OperationalError as exc:
-                never_ran = exc.sqlstate in _SESSION_TERMINATED
-                if attempt == 2 or not conn.closed or not (never_ran or idempotent):
-                    raise translate(exc) from exc
-            except psycopg.Error as exc:
-                raise translate(exc) from exc
-        raise AssertionError("unreachable")
+        return await fetch(self.pool, query, params, read)
 
     async def close(self) -> None:
         """Close the pool (shared by the stores of one :class:`PostgresMemoryStores`)."""
@@ -179,6 +167,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
                 None if scoring is None else scoring.half_life_ms,
                 explain,
             ),
+            read=True,
         )
         hits: list[RecallHit] = []
         adjacent: list[AdjacentEntry] = []
@@ -216,7 +205,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
     async def invalidate(self, scope: Scope, ids: Sequence[str], reason: str, now: datetime | None = None) -> list[str]:
         """One ``invalidate_v1`` call: tombstones land before any body is deleted; returns every invalidated id."""
         rows = await self._fetch(
-            self.queries.invalidate, (*_scope(scope), list(ids), reason, now or datetime.now(timezone.utc)), idempotent=False
+            self.queries.invalidate, (*_scope(scope), list(ids), reason, now or datetime.now(timezone.utc))
         )
         return [row[0] for row in rows]
 
@@ -240,8 +229,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
                 change.granted_at,
                 change.revoked_at,
                 now or datetime.now(timezone.utc),
-            ),
-            idempotent=False,
+            )
         )
         return _record(row)
 
@@ -251,8 +239,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         """One ``correct_v2`` call; returns the updated record and the ids it invalidated."""
         [row] = await self._fetch(
             self.queries.correct,
-            (*_scope(scope), entry_id, text, np.asarray(embedding, dtype=np.float32), now or datetime.now(timezone.utc)),
-            idempotent=False,
+            (*_scope(scope), entry_id, text, np.asarray(embedding, dtype=np.float32), now or datetime.now(timezone.utc))
         )
         return _record(row)
 
@@ -268,6 +255,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         rows = await self._fetch(
             self.queries.retention_candidates,
             (*_scope(scope), max_age_days, max_entries, batch_size, now or datetime.now(timezone.utc)),
+            read=True,
         )
         return [(entry_id, held) for entry_id, held in rows]
 
@@ -276,12 +264,14 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
     ) -> list[MemoryRecord]:
         """One ``list_entries_v1`` call: at most ``limit`` (1..200) entries after the (sequence, id) cursor."""
         after_sequence, after_id = after if after is not None else (None, None)
-        rows = await self._fetch(self.queries.list_entries, (*_scope(scope), after_sequence, after_id, limit, exportable))
+        rows = await self._fetch(
+            self.queries.list_entries, (*_scope(scope), after_sequence, after_id, limit, exportable), read=True
+        )
         return [_record(row)[0] for row in rows]
 
     async def count_by_thread(self, scope: Scope) -> int:
         """One ``count_entries_v1`` call."""
-        [(count,)] = await self._fetch(self.queries.count_entries, _scope(scope))
+        [(count,)] = await self._fetch(self.queries.count_entries, _scope(scope), read=True)
         return int(count)
 
     async def reembed(
@@ -354,7 +344,7 @@ class PostgresWorkingStore(_PostgresBase):
 
     async def get_working(self, scope: Scope) -> WorkingMemoryRecord | None:
         """One ``get_working_v1`` call; ``None`` when no document exists."""
-        rows = await self._fetch(self.queries.get_working, _scope(scope))
+        rows = await self._fetch(self.queries.get_working, _scope(scope), read=True)
         return self._record(scope, rows[0]) if rows else None
 
     async def update_working(
@@ -366,8 +356,7 @@ class PostgresWorkingStore(_PostgresBase):
             check_int(expected_version, "expected_version", LimitExceededError)
         [row] = await self._fetch(
             self.queries.update_working,
-            (*_scope(scope), Jsonb(document, dumps=_as_is), expected_version),
-            idempotent=False,
+            (*_scope(scope), Jsonb(document, dumps=_as_is), expected_version)
         )
         return self._record(scope, row)
 
@@ -419,7 +408,12 @@ async def _check_install(connection_string: str, config: SchemaConfig) -> tuple[
 
 
 async def _open_pool(
-    connection_string: str, config: SchemaConfig, skip_migrations: bool, min_pool_size: int, max_pool_size: int
+    connection_string: str,
+    config: SchemaConfig,
+    skip_migrations: bool,
+    min_pool_size: int,
+    max_pool_size: int,
+    pool_timeout: float,
 ) -> tuple[AsyncConnectionPool, Queries, SchemaConfig]:
     """Migrate (unless ``skip_migrations``), check the install, and open an autocommit pool.
 
@@ -449,13 +443,14 @@ async def _open_pool(
         max_size=max_pool_size,
         kwargs={"autocommit": True},
         configure=configure,
+        timeout=pool_timeout,
         open=False,
     )
     try:
         await pool.open(wait=True, timeout=10)
     except PoolTimeout as exc:
         await pool.close()
-        raise StoreError(f"could not open connections to the database: {exc}") from exc
+        raise StoreUnavailableError(f"could not open connections to the database: {exc}") from exc
     return pool, queries, config
 
 
@@ -468,6 +463,7 @@ async def create_postgres_memory_stores(
     skip_migrations: bool = False,
     min_pool_size: int = 1,
     max_pool_size: int = 8,
+    pool_timeout: float = 30.0,
 ) -> PostgresMemoryStores:
     """Connect, migrate (unless ``skip_migrations``) and return the Postgres stores.
 
@@ -478,9 +474,17 @@ async def create_postgres_memory_stores(
     :class:`SchemaVersionError` when the installed schema is missing, older,
     newer, or holds another table/dimension. Close the result
     (``await stores.close()``) to end its pool.
+
+    A call waits at most ``pool_timeout`` seconds for a pooled connection.
+    Calls raise :class:`StoreUnavailableError` while the database cannot be
+    reached and :class:`StoreClosedError` after ``close()``; a write's
+    connection is checked before use, and only reads are sent again
+    (:mod:`prism_memory.postgres.connections`).
     """
     config = SchemaConfig(schema, table, dimensions)
-    pool, queries, config = await _open_pool(connection_string, config, skip_migrations, min_pool_size, max_pool_size)
+    pool, queries, config = await _open_pool(
+        connection_string, config, skip_migrations, min_pool_size, max_pool_size, pool_timeout
+    )
     return PostgresMemoryStores(
         PostgresVectorStore(pool, config, queries), PostgresWorkingStore(pool, config, queries), pool, config
     )
@@ -495,6 +499,7 @@ async def create_postgres_vector_store(
     skip_migrations: bool = False,
     min_pool_size: int = 1,
     max_pool_size: int = 8,
+    pool_timeout: float = 30.0,
 ) -> PostgresVectorStore:
     """The standalone durable vector store for RAG (seed ``createPostgresVectorStore``).
 
@@ -508,7 +513,11 @@ async def create_postgres_vector_store(
     :class:`InvalidIdentifierError` for a bad schema or table name and
     :class:`SchemaVersionError` when the install is missing (with
     ``skip_migrations``), older, newer, or pinned to another dimension.
+    Connection failures are as for :func:`create_postgres_memory_stores`
+    (``pool_timeout``, :class:`StoreUnavailableError`, :class:`StoreClosedError`).
     """
     config = SchemaConfig(schema, table, dimension)
-    pool, queries, config = await _open_pool(connection_string, config, skip_migrations, min_pool_size, max_pool_size)
+    pool, queries, config = await _open_pool(
+        connection_string, config, skip_migrations, min_pool_size, max_pool_size, pool_timeout
+    )
     return PostgresVectorStore(pool, config, queries)

@@ -1,0 +1,102 @@
+"""How the Postgres stores use their pool: which connections are checked before use, and the retry rule.
+
+A restart, a failover or a proxy's idle timeout ends every pooled connection
+at once; each is found dead only when it is next used. The rule
+(``docs/errors.md``, "When the database goes away"):
+
+1. **A write is sent only on a connection checked just before.** A write
+   (every operation that changes rows) and a ``transaction()`` take a
+   connection from the pool and check it with psycopg_pool's own
+   ``AsyncConnectionPool.check_connection`` (an empty query) before sending
+   anything. A connection that fails the check goes back to the pool, which
+   discards it and connects a replacement; then ``pool.check()`` checks every
+   idle connection, so the other connections the same restart ended go too,
+   and another connection is taken: at most :data:`CHECKS` per call. Nothing
+   of the call was sent on a connection that failed its check.
+2. **Once sent, only a read is sent again**, once (:data:`READ_SENDS`), on a
+   checked connection, and only when its connection was lost
+   (:func:`prism_memory.postgres.errors.database_unavailable`). So a read is sent
+   without the check (saving its round trip on the hot path), and a dead
+   connection costs it one failed send. A write is never sent twice: a
+   statement that reached the server may have committed before its
+   connection was lost, and sending it again could apply it twice (an
+   ``invalidate`` or ``correct`` that runs twice does not do what one does).
+   A transaction is never run again either.
+3. **No connection within the pool's timeout is not retried**: the pool has
+   waited that long already and keeps reconnecting in the background (with
+   its own backoff, from 1 s doubling while the server is down).
+
+What is not retried raises :class:`~prism_memory.errors.StoreUnavailableError`
+(or :class:`~prism_memory.errors.StoreClosedError` once the pool is closed),
+with the psycopg or psycopg_pool exception as ``__cause__``.
+
+The pool's own ``check`` parameter would check every connection, reads'
+too, and after a failed check it waits (1 s, then 2 s, 4 s ...) before taking
+the next connection: with eight dead connections a call times out (30 s by
+default) before it reaches a live one. Sweeping with ``pool.check()``
+replaces them all at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from .errors import database_unavailable, translate
+
+#: At most this many connections are taken (and checked) for one call.
+CHECKS = 3
+#: A read is sent at most this many times; a write once.
+READ_SENDS = 2
+
+
+@asynccontextmanager
+async def pooled_connection(pool: AsyncConnectionPool, checked: bool) -> AsyncIterator[psycopg.AsyncConnection]:
+    """A pooled connection; with ``checked``, one that answered ``check_connection`` just now (rule 1 above).
+
+    Raises the psycopg_pool error when no connection comes free within the
+    pool's timeout (``PoolTimeout``) or the pool is closed (``PoolClosed``),
+    and the last check's ``OperationalError`` when :data:`CHECKS` connections
+    in a row failed their check. The caller translates them.
+    """
+    lost: psycopg.OperationalError | None = None
+    for _ in range(CHECKS):
+        async with pool.connection() as conn:
+            try:
+                if checked:
+                    await pool.check_connection(conn)
+            except psycopg.OperationalError as exc:
+                lost = exc
+            else:
+                yield conn
+                return
+        await pool.check()  # the dead connection went back (and was discarded); now the idle ones
+    assert lost is not None
+    raise lost
+
+
+async def fetch(
+    pool: AsyncConnectionPool, query: Any, params: Sequence[Any], read: bool = False
+) -> list[tuple[Any, ...]]:
+    """Run one statement on a pooled connection and return its rows (rules 1-3 above).
+
+    ``read``: the statement changes nothing, so it is sent without a check and
+    sent again once, on a checked connection, when its connection is lost.
+    psycopg errors become the package's typed errors
+    (:func:`prism_memory.postgres.errors.translate`), the original as ``__cause__``.
+    """
+    for send in range(1, (READ_SENDS if read else 1) + 1):
+        sent = False
+        try:
+            async with pooled_connection(pool, checked=not read or send > 1) as conn:
+                sent = True
+                cursor = await conn.execute(query, params)
+                return await cursor.fetchall()
+        except psycopg.Error as exc:
+            if not (read and sent and send < READ_SENDS and database_unavailable(exc)):
+                raise translate(exc) from exc
+    raise AssertionError("unreachable")

