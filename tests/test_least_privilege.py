@@ -149,8 +149,8 @@ async def test_no_argument_steers_a_function_into_another_tenants_rows(pg_dsn, a
 
     def snapshot():
         with psycopg.connect(pg_dsn) as conn:
-            return {table: conn.execute(f"select * from prism_memory.{table} where tenant_id = 'victim' order by 1, 2, 3, 4")
-                    .fetchall() for table in TABLES}
+            return {table: sorted(conn.execute(f"select * from prism_memory.{table} where tenant_id = 'victim'").fetchall(),
+                                  key=repr) for table in TABLES}
 
     before = snapshot()
     stores = await create_postgres_memory_stores(app_dsn, dimensions=64, skip_migrations=True)
