@@ -11,11 +11,14 @@
 * ties break on sequence, then id in code-point order (``collate "C"``);
 * metadata and working memory are stored as their JSON, like ``jsonb``.
 
-Every operation runs without awaiting in between, so it is atomic under asyncio.
+Every operation runs without awaiting in between, so it is atomic under asyncio. The working store's
+calls first yield to the event loop, as a round trip to Postgres does, so concurrent read-then-write
+callers (working-memory processors) interleave as they do on Postgres.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 from collections.abc import Iterator, Sequence
@@ -88,6 +91,13 @@ from .vectors import similarity as cosine_similarity
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+async def _round_trip() -> None:
+    """Let other tasks run first, as a Postgres call's round trip does: concurrent callers then interleave
+    between one call and the next (a working-memory read and the conditional write after it) as they do on
+    Postgres, and never inside a call, which still runs without awaiting."""
+    await asyncio.sleep(0)
 
 
 @dataclass(slots=True)
@@ -689,21 +699,24 @@ class MemoryWorkingStore:
         self._records: dict[tuple[str, str, str], WorkingMemoryRecord] = {}
 
     async def get_working(self, scope: Scope) -> WorkingMemoryRecord | None:
-        """Mirror of ``get_working_v1``."""
+        """Mirror of ``get_working_v1``, after a round trip (:func:`_round_trip`)."""
         check_scope(scope, thread_required=False)
+        await _round_trip()
         record = self._records.get((scope.tenant_id, scope.resource_id, scope.thread_id or ""))
         return None if record is None else copy.deepcopy(record)
 
     async def update_working(
         self, scope: Scope, data: dict[str, Any], expected_version: int | None
     ) -> WorkingMemoryRecord:
-        """Mirror of ``update_working_v1``: version + 1, or :class:`WorkingMemoryVersionConflict`."""
+        """Mirror of ``update_working_v1`` after a round trip (:func:`_round_trip`): version + 1, or
+        :class:`WorkingMemoryVersionConflict`."""
         check_scope(scope, thread_required=False)
         document = json_document(data, "working memory", WorkingMemoryValidationError)
         if len(document.encode("utf-8")) > STORE_WORKING_MEMORY_BYTES:
             raise PayloadTooLargeError("working memory is over the 8 MiB hard cap of the store")
         if expected_version is not None and check_int(expected_version, "expected_version", LimitExceededError) < 0:
             raise LimitExceededError(f"expected_version must be >= 0, got {expected_version}")
+        await _round_trip()
         key = (scope.tenant_id, scope.resource_id, scope.thread_id or "")
         current = self._records.get(key)
         current_version = current.version if current else 0
