@@ -87,6 +87,19 @@ def check_texts(values: object, what: str, error: type[Exception], item_error: t
     return [check_text(value, what, item_error or error) for value in values]
 
 
+def real_number(value: object, what: str, error: type[Exception]) -> float | None:
+    """``None``, or ``value`` as a ``float`` if it is a real number (not a ``bool``; one too large for a float
+    becomes infinity, for the caller's range rule to refuse), else raise ``error``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise error(f"{what} must be a number, got {value!r}")
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
 def check_bool(value: object, what: str, error: type[Exception]) -> bool:
     """Return ``value`` if it is a ``bool``, else raise ``error`` (Postgres would cast ``1`` or ``'yes'`` to true)."""
     if not isinstance(value, bool):
@@ -471,14 +484,7 @@ def retention_arguments(max_age_days: object, max_entries: object, batch_size: o
     if max_entries is not None:
         check_int(max_entries, "max_entries", LimitExceededError)
     check_int(batch_size, "batch_size", LimitExceededError, bits=32)
-    if max_age_days is None:
-        return None
-    if isinstance(max_age_days, bool) or not isinstance(max_age_days, (int, float)):
-        raise LimitExceededError(f"max_age_days must be a number, got {max_age_days!r}")
-    try:
-        return float(max_age_days)
-    except OverflowError:
-        return math.inf
+    return real_number(max_age_days, "max_age_days", LimitExceededError)
 
 
 def check_batch_writes(writes: Sequence[tuple[Scope, Sequence[EntryRecord]]]) -> None:
@@ -513,21 +519,10 @@ def scoring_numbers(scoring: object) -> RecallScoringOptions | None:
         return None
     if not isinstance(scoring, RecallScoringOptions):
         raise InvalidScoringError(f"scoring must be a RecallScoringOptions, got {type(scoring).__name__}")
-
-    def real(name: str, value: object) -> float | None:
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InvalidScoringError(f"{name} must be a number, got {value!r}")
-        try:
-            return float(value)
-        except OverflowError:
-            return math.inf
-
     return RecallScoringOptions(
-        real("recency_weight", scoring.recency_weight),
-        real("importance_weight", scoring.importance_weight),
-        real("half_life_ms", scoring.half_life_ms),
+        real_number(scoring.recency_weight, "recency_weight", InvalidScoringError),
+        real_number(scoring.importance_weight, "importance_weight", InvalidScoringError),
+        real_number(scoring.half_life_ms, "half_life_ms", InvalidScoringError),
     )
 
 

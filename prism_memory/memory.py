@@ -548,7 +548,7 @@ class Memory:
             await self.working_store.close()
 
 
-_AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 def derive_child_scope(parent: Scope, agent_id: str) -> Scope:
