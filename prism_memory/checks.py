@@ -36,9 +36,9 @@ from .errors import (
     InvalidCursorError,
     InvalidEmbeddingError,
     InvalidEntryError,
-    LimitExceededError,
     InvalidScopeError,
     InvalidScoringError,
+    LimitExceededError,
     PayloadTooLargeError,
 )
 from .jsoncodec import check_storable_text, json_document, json_text, load_json, text_bytes
