@@ -34,9 +34,12 @@ import numpy as np
 
 from .embedding import embedding_values
 from .errors import (
+    InvalidCursorError,
+    InvalidEmbeddingError,
     InvalidEntryError,
     InvalidScopeError,
     InvalidScoringError,
+    LimitExceededError,
     PayloadTooLargeError,
 )
 from .jsoncodec import check_storable_text, json_document, json_text, load_json, text_bytes
@@ -97,6 +100,19 @@ def check_texts(values: object, what: str, error: type[Exception], item_error: t
     return [check_text(value, what, item_error or error) for value in values]
 
 
+def real_number(value: object, what: str, error: type[Exception]) -> float | None:
+    """``None``, or ``value`` as a ``float`` if it is a real number (not a ``bool``; one too large for a float
+    becomes infinity, for the caller's range rule to refuse), else raise ``error``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise error(f"{what} must be a number, got {value!r}")
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
 def check_bool(value: object, what: str, error: type[Exception]) -> bool:
     """Return ``value`` if it is a ``bool``, else raise ``error`` (Postgres would cast ``1`` or ``'yes'`` to true)."""
     if not isinstance(value, bool):
@@ -145,6 +161,24 @@ def check_aware(value: object, what: str, error: type[Exception] = InvalidEntryE
     if not in_range:
         raise error(f"{what} must be between years 1 and 9999, got {value!r}")
     return value
+
+
+def check_now(now: object) -> datetime:
+    """A store call's ``now``, in UTC: the current time when ``None``, else ``now`` if :func:`check_aware` accepts it.
+
+    Raises :class:`InvalidEntryError` for a naive datetime or another type
+    (Postgres would read a naive time in the session's time zone, and psycopg
+    would send a string as it is), so both stores stamp the same instant.
+    """
+    if now is None:
+        return datetime.now(timezone.utc)
+    return as_utc(check_aware(now, "now"))
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    """An aware datetime in ``timezone.utc`` (``None`` stays ``None``): how both stores return times, whatever
+    the offset it was given with or the database session's ``TimeZone``."""
+    return None if value is None else value.astimezone(timezone.utc)
 
 
 def scope_texts(scope: object) -> tuple[str, str, str | None]:
@@ -217,6 +251,19 @@ def check_unique_ids(ids: Sequence[str]) -> None:
 
 # --- Entries: what must hold before anything is embedded ---------------------
 
+
+def entry_label(position: int, item_id: object = None, kind: str = "entry") -> str:
+    """Where in a batch an error is, the one convention of every message (and of the SQL functions'):
+    ``entry 2 (b)``, the item's 1-based position and its id, or ``entry 2`` while the id is not known to be
+    usable (``item_id`` ``None``). A field follows after a colon: ``entry 2 (b): embedding[0] is not finite``."""
+    return f"{kind} {position}" if item_id is None else f"{kind} {position} ({item_id})"
+
+
+def embedding_labels(ids: Sequence[str]) -> list[str]:
+    """The label of each entry's embedding in a batch of entries with ``ids``: ``entry 2 (b): embedding``."""
+    return [f"{entry_label(position, entry_id)}: embedding" for position, entry_id in enumerate(ids, start=1)]
+
+
 _ENTRY_KEYS = {"id", "text", "metadata", "sequence", "importance", "consent", "lineage", "reflection"}
 
 
@@ -243,7 +290,7 @@ def to_entry(entry: MemoryEntry | Mapping[str, Any], position: int) -> MemoryEnt
             lineage = dict(fields["lineage"])
             fields["lineage"] = MemoryLineage(tuple(lineage.pop("source_ids", ())), **lineage)
     except TypeError as exc:
-        raise InvalidEntryError(f"entry {position}: {exc}") from exc
+        raise InvalidEntryError(f"{entry_label(position, fields['id'] if isinstance(fields['id'], str) else None)}: {exc}") from exc
     return MemoryEntry(**fields)
 
 
@@ -311,9 +358,8 @@ def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, 
     JSON exceed ``max_bytes`` UTF-8 bytes (the facade passes
     ``limits.entry_bytes``).
     """
-    where = f"entry {position}"
-    check_id(entry.id, f"{where}: id", MAX_ENTRY_ID_BYTES, InvalidEntryError)
-    where = f"entry {position} ({entry.id})"
+    check_id(entry.id, f"{entry_label(position)}: id", MAX_ENTRY_ID_BYTES, InvalidEntryError)
+    where = entry_label(position, entry.id)
     if not isinstance(entry.text, str) or not entry.text.strip():
         raise InvalidEntryError(f"{where}: text must be a non-empty string")
     size = len(text_bytes(entry.text, f"{where}: text", InvalidEntryError))
@@ -366,10 +412,10 @@ def record_arguments(records: object) -> list[tuple[str, np.ndarray]]:
         raise InvalidEntryError("records must be a list of EntryRecord")
     arguments = []
     for position, record in enumerate(records, start=1):
-        where = f"entry {position}"
         if not isinstance(record, EntryRecord):
-            raise InvalidEntryError(f"{where} must be an EntryRecord, got {type(record).__name__}")
-        check_text(record.id, f"{where}: id", InvalidEntryError)
+            raise InvalidEntryError(f"{entry_label(position)} must be an EntryRecord, got {type(record).__name__}")
+        check_text(record.id, f"{entry_label(position)}: id", InvalidEntryError)
+        where = entry_label(position, record.id)
         check_text(record.text, f"{where}: text", InvalidEntryError)
         metadata = "{}" if record.metadata is None else json_text(record.metadata, f"{where}: metadata", InvalidEntryError)
         if record.sequence is not None:
@@ -390,8 +436,68 @@ def record_arguments(records: object) -> list[tuple[str, np.ndarray]]:
             check_bool(consent.visible, f"{where}: consent visible", InvalidEntryError)
             check_aware(consent.granted_at, f"{where}: consent granted_at")
             check_aware(consent.revoked_at, f"{where}: consent revoked_at")
-        arguments.append((metadata, embedding_values(record.embedding, f"embedding of entry {position}")))
+        arguments.append((metadata, embedding_values(record.embedding, f"{where}: embedding")))
     return arguments
+
+
+def consent_change_arguments(change: object) -> ConsentChange:
+    """A ``set_consent`` change as it can be sent: a :class:`ConsentChange` whose source and scope are ``None`` or
+    ``str`` that ``text`` holds, whose ``visible`` is ``None`` or a ``bool`` and whose times are aware (returned in
+    UTC); else :class:`InvalidEntryError`. The allowed values are ``set_consent_v1``'s (:func:`check_consent_change`)."""
+    if not isinstance(change, ConsentChange):
+        raise InvalidEntryError(f"change must be a ConsentChange, got {type(change).__name__}")
+    for what, value in (("consent source", change.source), ("consent scope", change.scope)):
+        if value is not None:
+            check_text(value, what, InvalidEntryError)
+    if change.visible is not None:
+        check_bool(change.visible, "visible", InvalidEntryError)
+    return ConsentChange(
+        change.visible, change.source, change.scope,
+        as_utc(check_aware(change.granted_at, "granted_at")), as_utc(check_aware(change.revoked_at, "revoked_at")),
+    )
+
+
+def correction_arguments(entry_id: object, text: object, embedding: object) -> np.ndarray:
+    """A ``correct`` call's entry id and text as ``str`` that ``text`` holds (else :class:`InvalidEntryError`);
+    returns the embedding's values (:func:`prism_memory.embedding.embedding_values`, "the corrected embedding")."""
+    check_text(entry_id, "entry_id", InvalidEntryError)
+    check_text(text, "the corrected text", InvalidEntryError)
+    return embedding_values(embedding, "the corrected embedding")
+
+
+def reembed_arguments(ids: object, texts: object, embeddings: object) -> list[np.ndarray]:
+    """A ``reembed`` call's ids and texts as lists of ``str`` that ``text`` holds (else :class:`InvalidEntryError`);
+    returns each embedding's values, labelled ``entry N (id): embedding`` (:class:`InvalidEmbeddingError`)."""
+    ids = check_texts(ids, "ids", InvalidEntryError)
+    check_texts(texts, "texts", InvalidEntryError)
+    if isinstance(embeddings, (str, bytes)) or not isinstance(embeddings, Sequence):
+        raise InvalidEmbeddingError(f"embeddings must be a list of embeddings, got {type(embeddings).__name__}")
+    return [embedding_values(vector, label) for label, vector in zip(embedding_labels(ids), embeddings)]
+
+
+def page_arguments(after: object, limit: object, exportable: object) -> tuple[int, str] | None:
+    """A ``list_by_thread`` call: ``after`` is ``None`` or a (sequence ``int``, id ``str``) pair (else
+    :class:`InvalidCursorError`), ``limit`` an ``int`` (else :class:`LimitExceededError`; its range is
+    ``list_entries_v1``'s) and ``exportable`` a ``bool``; returns ``after`` as a tuple."""
+    if after is not None:
+        if not isinstance(after, (tuple, list)) or len(after) != 2:
+            raise InvalidCursorError(f"after must be a (sequence, id) pair, got {after!r}")
+        check_int(after[0], "the cursor's sequence", InvalidCursorError)
+        check_text(after[1], "the cursor's id", InvalidCursorError)
+        after = (after[0], after[1])
+    check_int(limit, "limit", LimitExceededError, bits=32)
+    check_bool(exportable, "exportable", LimitExceededError)
+    return after
+
+
+def retention_arguments(max_age_days: object, max_entries: object, batch_size: object) -> float | None:
+    """A ``retention_candidates`` call: ``max_age_days`` ``None`` or a real number (returned as a ``float``),
+    ``max_entries`` ``None`` or an ``int`` and ``batch_size`` an ``int``, else :class:`LimitExceededError`
+    (the ranges are ``retention_candidates_v1``'s)."""
+    if max_entries is not None:
+        check_int(max_entries, "max_entries", LimitExceededError)
+    check_int(batch_size, "batch_size", LimitExceededError, bits=32)
+    return real_number(max_age_days, "max_age_days", LimitExceededError)
 
 
 def check_batch_writes(writes: Sequence[tuple[Scope, Sequence[EntryRecord]]]) -> None:
@@ -426,21 +532,10 @@ def scoring_numbers(scoring: object) -> RecallScoringOptions | None:
         return None
     if not isinstance(scoring, RecallScoringOptions):
         raise InvalidScoringError(f"scoring must be a RecallScoringOptions, got {type(scoring).__name__}")
-
-    def real(name: str, value: object) -> float | None:
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InvalidScoringError(f"{name} must be a number, got {value!r}")
-        try:
-            return float(value)
-        except OverflowError:
-            return math.inf
-
     return RecallScoringOptions(
-        real("recency_weight", scoring.recency_weight),
-        real("importance_weight", scoring.importance_weight),
-        real("half_life_ms", scoring.half_life_ms),
+        real_number(scoring.recency_weight, "recency_weight", InvalidScoringError),
+        real_number(scoring.importance_weight, "importance_weight", InvalidScoringError),
+        real_number(scoring.half_life_ms, "half_life_ms", InvalidScoringError),
     )
 
 

@@ -110,10 +110,15 @@ def _is_numpy_real(value: object) -> bool:
     return isinstance(value, np.generic) and value.dtype.kind in ("f", "i", "u")
 
 
-async def embed_batched(embedder: Embedder, texts: Sequence[str], batch_size: int = 64) -> list[list[float]]:
+async def embed_batched(
+    embedder: Embedder, texts: Sequence[str], batch_size: int = 64, labels: Sequence[str] | None = None
+) -> list[list[float]]:
     """Embed ``texts`` in calls of at most ``batch_size`` texts (hard cap 128, seed).
 
     Returns one checked ``list[float]`` of ``embedder.dimensions`` per text, in order.
+    ``labels`` names each text's vector in error messages (the facade passes
+    ``entry 2 (b): embedding`` or ``the query embedding``); by default text
+    ``i`` is ``text i: embedding``, counted from 1.
     Raises :class:`EmbeddingFailedError` when the embedder itself raises,
     :class:`LimitExceededError` for a batch size outside 1..128,
     :class:`InvalidEmbeddingError` / :class:`DimensionMismatchError` for a bad
@@ -136,7 +141,9 @@ async def embed_batched(embedder: Embedder, texts: Sequence[str], batch_size: in
         if len(produced) != len(batch):
             raise InvalidEmbeddingError(f"embedder returned {len(produced)} vectors for {len(batch)} texts")
         for offset, vector in enumerate(produced):
-            vectors.append(assert_finite_vector(vector, f"embedding of text {start + offset}", embedder.dimensions))
+            index = start + offset
+            label = f"text {index + 1}: embedding" if labels is None else labels[index]
+            vectors.append(assert_finite_vector(vector, label, embedder.dimensions))
     return vectors
 
 

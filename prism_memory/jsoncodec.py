@@ -114,12 +114,13 @@ def json_document(value: object, where: str, error: type[Exception] = InvalidEnt
 
 def _jsonb_number(literal: str) -> int | float:
     """A JSON number as ``jsonb`` gives it back: it prints numbers without an exponent, so an integral
-    one written with an exponent (``1e+16``) comes back as an integer."""
+    one written with an exponent (``1e+16``) comes back as an integer; and ``numeric`` has no negative
+    zero, so ``-0.0`` comes back as ``0.0``."""
     if "e" in literal or "E" in literal:
         exact = Decimal(literal)
         if exact == exact.to_integral_value():
             return int(exact)
-    return float(literal)
+    return float(literal) or 0.0
 
 
 def load_json(document: str) -> Any:

@@ -16,6 +16,7 @@ import asyncio
 import inspect
 from typing import Any
 
+from .checks import embedding_labels
 from .config import MemoryConfig
 from .embedding import embed_batched
 from .errors import OperationTimeoutError
@@ -63,7 +64,9 @@ async def write_entries(
     store's, with nothing written.
     """
     async with writes.ordered():
-        vectors = await embed_batched(config.embedder, [item.text for item in items], config.limits.embed_batch)
+        vectors = await embed_batched(
+            config.embedder, [item.text for item in items], config.limits.embed_batch, embedding_labels([item.id for item in items])
+        )
         records = [
             EntryRecord(item.id, item.text, vector, meta, item.sequence, item.importance, item.consent)
             for item, vector, meta in zip(items, vectors, metadata)
@@ -92,7 +95,7 @@ async def correct(config: MemoryConfig, thread: Scope, entry_id: str, text: str)
     dependents; the hook runs after. Raises the embedder's errors and the
     store's :class:`EntryNotFoundError`.
     """
-    [vector] = await embed_batched(config.embedder, [text], 1)
+    [vector] = await embed_batched(config.embedder, [text], 1, embedding_labels([entry_id]))
     record, invalidated = await config.vector_store.correct(thread, entry_id, text, vector, now=config.now())
     await run_invalidation_hook(config, invalidated)
     return config.redaction.record(record)
@@ -161,7 +164,10 @@ async def rebuild_index(
     try:
         async with asyncio.timeout(max_ms / 1000):
             records = await config.vector_store.list_by_thread(thread, after, batch_size)
-            vectors = await embed_batched(config.embedder, [record.text for record in records], config.limits.embed_batch)
+            vectors = await embed_batched(
+                config.embedder, [record.text for record in records], config.limits.embed_batch,
+                embedding_labels([record.id for record in records]),
+            )
     except TimeoutError as exc:
         raise OperationTimeoutError(f"rebuild page took longer than {max_ms} ms; nothing was written") from exc
     rebuilt = (

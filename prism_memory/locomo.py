@@ -28,7 +28,7 @@ from .checks import check_unique_ids, to_entry
 from .errors import InvalidEntryError, ValidationError
 from .types import MemoryEntry
 
-_SESSION_KEY = re.compile(r"^session_(\d+)$")
+_SESSION_KEY = re.compile(r"session_(\d+)")
 _EVIDENCE_SEPARATOR = re.compile(r"[;,\s]+")
 
 
@@ -111,7 +111,7 @@ def conversation_entries(conversation: Mapping[str, Any], where: str = "conversa
     sessions = sorted(
         (int(match.group(1)), turns)
         for key, turns in conversation.items()
-        if (match := _SESSION_KEY.match(key)) and isinstance(turns, list)
+        if (match := _SESSION_KEY.fullmatch(key)) and isinstance(turns, list)
     )
     entries: list[MemoryEntry] = []
     for number, turns in sessions:

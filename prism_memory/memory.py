@@ -24,6 +24,7 @@ from .checks import (
     check_scoring,
     check_shared_ids,
     check_unique_ids,
+    entry_label,
     to_entry,
 )
 from .config import InvalidationHook, MemoryConfig, utc_now
@@ -166,13 +167,15 @@ class Memory:
             raise InvalidScopeError("this memory has no thread_id; semantic operations need one")
         return self.scope
 
-    def _redact_entry(self, entry: MemoryEntry) -> MemoryEntry:
+    def _redact_entry(self, entry: MemoryEntry, position: int) -> MemoryEntry:
+        """``entry`` (the ``position``-th of its batch, from 1) with the memory's redaction applied."""
         redaction = self._config.redaction
         if not redaction.active:
             return entry
+        where = entry_label(position, entry.id if isinstance(entry.id, str) else None)
         for name, document in (("metadata", entry.metadata), ("reflection", entry.reflection)):
             if document is not None:  # shape and depth are checked before redaction walks them
-                json_document(document, f"entry {entry.id!r}: {name}")
+                json_document(document, f"{where}: {name}")
         lineage = entry.lineage
         if isinstance(lineage, MemoryLineage) and isinstance(lineage.reason, str):
             lineage = dataclasses.replace(lineage, reason=redaction.text(lineage.reason))
@@ -189,20 +192,21 @@ class Memory:
         reflection: it is never persisted (seed: "Importance at write"). A direct importance wins."""
         if entry.reflection is None:
             return entry
-        json_document(entry.reflection, f"entry {position}: reflection")
+        where = entry_label(position, entry.id)
+        json_document(entry.reflection, f"{where}: reflection")
         importance_from = self._config.importance_from
         if entry.importance is not None or importance_from is None:
             return dataclasses.replace(entry, reflection=None)
         try:
             derived = importance_from(copy.deepcopy(entry.reflection))
         except Exception as exc:
-            raise InvalidEntryError(f"entry {position}: importance_from raised {type(exc).__name__}") from exc
+            raise InvalidEntryError(f"{where}: importance_from raised {type(exc).__name__}") from exc
         try:
             finite = not isinstance(derived, bool) and isinstance(derived, (int, float)) and math.isfinite(float(derived))
         except OverflowError:
             finite = False
         if not finite:
-            raise InvalidEntryError(f"entry {position}: importance_from returned {derived!r}, not a finite number")
+            raise InvalidEntryError(f"{where}: importance_from returned {derived!r}, not a finite number")
         return dataclasses.replace(entry, importance=min(1.0, max(0.0, float(derived))), reflection=None)
 
     async def remember(
@@ -223,7 +227,7 @@ class Memory:
         is already invalidated is stored invalidated.
         """
         scope = self._thread_scope()
-        items = [self._redact_entry(to_entry(entry, position)) for position, entry in enumerate(entries, start=1)]
+        items = [self._redact_entry(to_entry(entry, position), position) for position, entry in enumerate(entries, start=1)]
         if len(items) > self.limits.remember_entries:
             raise LimitExceededError(f"{len(items)} entries exceed limits.remember_entries={self.limits.remember_entries}")
         metadata = [check_entry(item, position, self.limits.entry_bytes) for position, item in enumerate(items, start=1)]
@@ -300,7 +304,7 @@ class Memory:
         redaction = self._config.redaction
         query = redaction.text(query) if redaction.active else query
         await self._writes.settle("recall")
-        [vector] = await embed_batched(self.embedder, [query], 1)
+        [vector] = await embed_batched(self.embedder, [query], 1, ["the query embedding"])
         if share_from_parent_thread_id is not None:
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         result = await self.vector_store.recall(
@@ -437,7 +441,7 @@ class Memory:
         """
         thread = self._thread_scope()
         entry_id = self._entry_id(entry_id)
-        item = self._redact_entry(MemoryEntry(entry_id, text))
+        item = self._redact_entry(MemoryEntry(entry_id, text), 1)
         check_entry(item, 1, self.limits.entry_bytes)
         await self._writes.settle("correct")
         return await lifecycle.correct(self._config, thread, entry_id, item.text)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .checks import MAX_ENTRY_ID_BYTES, check_access_version, check_id, check_int, check_text, check_texts
+from .checks import MAX_ENTRY_ID_BYTES, check_access_version, check_id, check_int, check_text, check_texts, entry_label
 from .embedding import embedding_values
 from .errors import (
     InvalidAuthorizationError,
@@ -85,13 +85,14 @@ def chunk_arguments(chunks: object) -> list[tuple[str, np.ndarray]]:
     for position, chunk in enumerate(chunks, start=1):
         if not isinstance(chunk, RagChunk):
             raise InvalidEntryError(f"chunk {position} must be a RagChunk, got {type(chunk).__name__}")
-        where = f"chunk {position}"
-        for name in ("id", "source_id", "text"):
+        check_text(chunk.id, f"{entry_label(position, kind='chunk')}: id", InvalidEntryError)
+        where = entry_label(position, chunk.id, "chunk")
+        for name in ("source_id", "text"):
             check_text(getattr(chunk, name), f"{where}: {name}", InvalidEntryError)
         metadata = json_text({} if chunk.metadata is None else chunk.metadata, f"{where}: metadata", InvalidEntryError)
         if chunk.access_version is not None:
             check_int(chunk.access_version, f"{where}: access_version", InvalidEntryError)
-        arguments.append((metadata, embedding_values(chunk.embedding, f"embedding of chunk {position}")))
+        arguments.append((metadata, embedding_values(chunk.embedding, f"{where}: embedding")))
     return arguments
 
 

@@ -8,6 +8,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import jsonschema
+from jsonschema_specifications import REGISTRY as METASCHEMAS
+from referencing import Resource
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 from .errors import ConfigurationError, PayloadTooLargeError, WorkingMemoryValidationError
 from .jsoncodec import json_document, load_json
@@ -20,7 +24,9 @@ class WorkingMemoryValidator:
     """Checks a working-memory document before it is written.
 
     ``schema`` is a JSON Schema (Draft 2020-12), itself checked at construction
-    (:class:`ConfigurationError` if invalid); ``hook`` is the host's
+    (:class:`ConfigurationError` if invalid, or if a ``$ref`` or
+    ``$dynamicRef`` does not resolve within the schema or the JSON Schema
+    metaschemas: nothing is ever fetched); ``hook`` is the host's
     ``validate_working_memory``. :meth:`check` raises
     :class:`WorkingMemoryValidationError` (not an object, not JSON, schema or
     hook failure) or :class:`PayloadTooLargeError` (over ``max_bytes`` UTF-8 bytes).
@@ -33,7 +39,9 @@ class WorkingMemoryValidator:
                 jsonschema.Draft202012Validator.check_schema(schema)
             except jsonschema.SchemaError as exc:
                 raise ConfigurationError(f"working-memory schema is not a valid JSON Schema: {exc.message}") from exc
-            self._validator = jsonschema.Draft202012Validator(schema)
+            root = DRAFT202012.create_resource(schema)
+            _check_references(root, METASCHEMAS.resolver_with_root(root))
+            self._validator = jsonschema.Draft202012Validator(schema, registry=METASCHEMAS)
         self._hook = hook
         self._max_bytes = max_bytes
 
@@ -55,6 +63,26 @@ class WorkingMemoryValidator:
             if verdict is False:
                 raise WorkingMemoryValidationError("working memory rejected by validate_working_memory")
         return load_json(encoded)
+
+
+def _check_references(resource: Resource[Any], resolver: Any) -> None:
+    """Resolve every ``$ref`` and ``$dynamicRef`` of ``resource`` and its subschemas with ``resolver``, else raise
+    :class:`ConfigurationError`. The registry behind it holds the schema and the metaschemas and retrieves
+    nothing, so a remote (``https:``) or ``file:`` reference is refused, never fetched."""
+    resolver = resolver.in_subresource(resource)
+    if isinstance(resource.contents, Mapping):
+        for keyword in ("$ref", "$dynamicRef"):
+            reference = resource.contents.get(keyword)
+            if isinstance(reference, str):
+                try:
+                    resolver.lookup(reference)
+                except Unresolvable as exc:
+                    raise ConfigurationError(
+                        f"working-memory schema: {keyword} {reference!r} does not resolve within the schema "
+                        "(remote and file references are never fetched)"
+                    ) from exc
+    for subresource in resource.subresources():
+        _check_references(subresource, resolver)
 
 
 _TEMPLATE_PATH = re.compile(r"\{\{\s*([^{}\s]+)\s*\}\}")

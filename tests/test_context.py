@@ -1,5 +1,6 @@
 """Context injection, the working-memory processor and delegated-agent isolation, on both backends."""
 
+import asyncio
 import json
 
 import pytest
@@ -206,3 +207,25 @@ def test_the_reserved_agent_segment_is_refused_from_the_host(scope):
         create_memory(tenant_id="t", embedder=create_hash_embedder(8), **scope)
     parent = create_memory(tenant_id="t", resource_id="alice", thread_id="main", embedder=create_hash_embedder(8))
     assert parent.child("researcher").scope.resource_id == "alice/agent:researcher"
+
+
+async def _run_processors(backend, concurrently):
+    """Ten processors of one thread, each setting its own number, run concurrently or one after another."""
+    memory = backend.memory(thread_id="concurrent" if concurrently else "serial")
+    await memory.update_working({"n": 0})
+    runs = [memory.create_working_memory_processor(lambda current, messages, n=n: {"n": n}).run([]) for n in range(1, 11)]
+    if concurrently:
+        results = await asyncio.gather(*runs, return_exceptions=True)
+    else:
+        results = [await run for run in runs]
+    record = await memory.get_working()
+    return sorted(type(result).__name__ for result in results), record.version
+
+
+async def test_concurrent_processors_get_the_same_outcome_on_both_backends(backends):
+    """Issue 13, item 13: every processor reads version 1 before any writes, as on Postgres, so one wins and
+    nine get the version conflict (the emulator let all ten win); run one after another, all ten win on both."""
+    outcome = await backends.run(lambda backend: _run_processors(backend, concurrently=True))
+    assert outcome == [["WorkingMemoryRecord"] + ["WorkingMemoryVersionConflict"] * 9, 2]
+    outcome = await backends.run(lambda backend: _run_processors(backend, concurrently=False))
+    assert outcome == [["WorkingMemoryRecord"] * 10, 11]

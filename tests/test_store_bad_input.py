@@ -19,6 +19,7 @@ from prism_memory import (
     DimensionMismatchError,
     EntryNotFoundError,
     InvalidAuthorizationError,
+    InvalidCursorError,
     InvalidEmbeddingError,
     InvalidEntryError,
     InvalidQueryError,
@@ -39,6 +40,7 @@ from test_rag import BAD_CALLS, chunk
 
 PYTHON = "python"
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NAIVE = datetime(2026, 1, 1, 6, 0)
 THREAD = Scope("t1", "user-ada", "thread-1")
 ONE = [1.0] + [0.0] * 63
 
@@ -132,6 +134,36 @@ CASES = [
     ("retention without criteria", lambda s, w: s.retention_candidates(THREAD, None, None, 8, now=NOW), LimitExceededError, "PM005"),
     ("list limit 201", lambda s, w: s.list_by_thread(THREAD, None, 201), LimitExceededError, "PM005"),
     ("reembed pairs differ", lambda s, w: s.reembed(THREAD, ["kept"], [], [ONE]), LimitExceededError, "PM005"),
+    # store calls' own arguments, refused in Python on both stores (issue 13, item 8): a naive or non-datetime
+    # `now` (Postgres would read it in the session's TimeZone), a NUL (Postgres text cannot hold it), a wrong type
+    ("naive now, remember", lambda s, w: s.remember(THREAD, [record()], now=NAIVE), InvalidEntryError, PYTHON),
+    ("naive now, remember_batch", lambda s, w: s.remember_batch([(THREAD, [record()])], now=NAIVE), InvalidEntryError, PYTHON),
+    ("naive now, recall", lambda s, w: s.recall(THREAD, ONE, "note", 8, 0, now=NAIVE), InvalidEntryError, PYTHON),
+    ("naive now, recency scoring", lambda s, w: s.recall(THREAD, ONE, "note", 8, 0, now=NAIVE,
+                                                         scoring=RecallScoringOptions(0.5, half_life_ms=1.0)), InvalidEntryError, PYTHON),
+    ("naive now, share", lambda s, w: s.share_with(THREAD, "user-ada", "thread-2", ["kept"], now=NAIVE), InvalidEntryError, PYTHON),
+    ("naive now, invalidate", lambda s, w: s.invalidate(THREAD, ["kept"], "deleted", now=NAIVE), InvalidEntryError, PYTHON),
+    ("naive now, set_consent", lambda s, w: s.set_consent(THREAD, "kept", ConsentChange(visible=False), now=NAIVE), InvalidEntryError, PYTHON),
+    ("naive now, correct", lambda s, w: s.correct(THREAD, "kept", "new text", ONE, now=NAIVE), InvalidEntryError, PYTHON),
+    ("naive now, retention", lambda s, w: s.retention_candidates(THREAD, 0.0, None, 8, now=NAIVE), InvalidEntryError, PYTHON),
+    ("now a string", lambda s, w: s.remember(THREAD, [record()], now="2026-01-01"), InvalidEntryError, PYTHON),
+    ("naive consent change", lambda s, w: s.set_consent(THREAD, "kept", ConsentChange(revoked_at=NAIVE), now=NOW), InvalidEntryError, PYTHON),
+    ("NUL in invalidated id", lambda s, w: s.invalidate(THREAD, ["kept\x00"], "deleted", now=NOW), InvalidEntryError, PYTHON),
+    ("NUL in reason", lambda s, w: s.invalidate(THREAD, ["kept"], "deleted\x00", now=NOW), InvalidEntryError, PYTHON),
+    ("NUL in purged id", lambda s, w: s.purge(THREAD, ["kept\x00"]), InvalidEntryError, PYTHON),
+    ("purge ids a string", lambda s, w: s.purge(THREAD, "kept"), InvalidEntryError, PYTHON),
+    ("NUL in consent entry id", lambda s, w: s.set_consent(THREAD, "kept\x00", ConsentChange(visible=False), now=NOW), InvalidEntryError, PYTHON),
+    ("NUL in consent source", lambda s, w: s.set_consent(THREAD, "kept", ConsentChange(source="user\x00"), now=NOW), InvalidEntryError, PYTHON),
+    ("NUL in corrected text", lambda s, w: s.correct(THREAD, "kept", "new\x00", ONE, now=NOW), InvalidEntryError, PYTHON),
+    ("NUL in corrected id", lambda s, w: s.correct(THREAD, "kept\x00", "new", ONE, now=NOW), InvalidEntryError, PYTHON),
+    ("text corrected embedding", lambda s, w: s.correct(THREAD, "kept", "new", "1,2", now=NOW), InvalidEmbeddingError, PYTHON),
+    ("NUL in reembedded id", lambda s, w: s.reembed(THREAD, ["kept\x00"], ["a kept note"], [ONE]), InvalidEntryError, PYTHON),
+    ("NUL in reembedded text", lambda s, w: s.reembed(THREAD, ["kept"], ["a kept\x00"], [ONE]), InvalidEntryError, PYTHON),
+    ("NaN reembedded", lambda s, w: s.reembed(THREAD, ["kept"], ["a kept note"], [[float("nan")] * 64]), InvalidEmbeddingError, PYTHON),
+    ("NUL in cursor id", lambda s, w: s.list_by_thread(THREAD, (1, "kept\x00"), 10), InvalidCursorError, PYTHON),
+    ("limit a string", lambda s, w: s.list_by_thread(THREAD, None, "10"), LimitExceededError, PYTHON),
+    ("retention batch a string", lambda s, w: s.retention_candidates(THREAD, 1.0, None, "8", now=NOW), LimitExceededError, PYTHON),
+    ("NUL in counted thread", lambda s, w: s.count_by_thread(Scope("t1", "user-ada", "t\x00")), InvalidScopeError, PYTHON),
     # update_working_v1 (PM005, PM007)
     ("working not an object", lambda s, w: w.update_working(THREAD, [1], None), WorkingMemoryValidationError, "PM007"),
     ("negative expected version", lambda s, w: w.update_working(THREAD, {"a": 1}, -1), LimitExceededError, "PM005"),

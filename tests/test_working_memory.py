@@ -141,3 +141,38 @@ async def test_template_renders_paths_and_missing_values(backends):
 def test_invalid_schema_is_refused_when_the_memory_is_created():
     with pytest.raises(ConfigurationError):
         create_memory(tenant_id="t", resource_id="r", embedder=create_hash_embedder(8), schema={"type": "no-such-type"})
+
+
+UNRESOLVABLE_SCHEMAS = [
+    {"$ref": "#/nope"},
+    {"type": "object", "properties": {"name": {"$ref": "#/$defs/missing"}}},
+    {"$ref": "https://example.invalid/schema.json"},
+    {"properties": {"name": {"$ref": "file:///etc/hostname"}}},
+    {"$dynamicRef": "#meta"},
+]
+
+
+@pytest.mark.parametrize("schema", UNRESOLVABLE_SCHEMAS, ids=[str(schema) for schema in UNRESOLVABLE_SCHEMAS])
+def test_an_unresolvable_ref_is_refused_when_the_memory_is_created_and_nothing_is_fetched(schema, monkeypatch):
+    import urllib.request
+
+    def no_fetching(*args, **kwargs):
+        raise AssertionError(f"a schema reference was fetched: {args}")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_fetching)
+    monkeypatch.setattr("builtins.open", no_fetching)
+    with pytest.raises(ConfigurationError, match="does not resolve"):
+        create_memory(tenant_id="t", resource_id="r", embedder=create_hash_embedder(8), schema=schema)
+
+
+async def test_refs_within_the_schema_and_to_the_metaschema_still_work():
+    schema = {
+        "$id": "https://example.invalid/profile",
+        "$defs": {"name": {"type": "string"}, "age": {"$id": "age", "type": "integer"}},
+        "properties": {"name": {"$ref": "#/$defs/name"}, "age": {"$ref": "age"},
+                       "meta": {"$ref": "https://json-schema.org/draft/2020-12/schema"}},
+    }
+    memory = create_memory(tenant_id="t", resource_id="r", embedder=create_hash_embedder(8), schema=schema)
+    await memory.update_working({"name": "Ada", "age": 36, "meta": {"type": "string"}})
+    with pytest.raises(WorkingMemoryValidationError):
+        await memory.update_working({"age": "old"})

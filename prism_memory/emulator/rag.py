@@ -208,9 +208,9 @@ class EmulatorRagStore:
     ) -> list[RagMatch]:
         """Mirror of ``rag_query_v1`` (always the exact path)."""
         document, reader = ragargs.read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
-        values = embedding_values(embedding, "query embedding")
+        values = embedding_values(embedding, "the query embedding")
         key, candidates = self._candidates(tenant_id, scope, top_k, document, reader, generation)
-        query = float32(values, "query embedding")
+        query = float32(values, "the query embedding")
         self._check_width(key, query.shape[0])
         query_double = query.astype(np.float64)
         query_norm = norm_squared(query)

@@ -25,6 +25,7 @@ from ..checks import (
     check_id,
     check_scope_id,
     check_unique_ids,
+    entry_label,
 )
 from ..errors import (
     DimensionMismatchError,
@@ -108,8 +109,8 @@ def check_chunks(
         raise LimitExceededError(f"upsert takes at most {MAX_RAG_BATCH} chunks per call, got {len(chunks)}")
     stored = []
     for position, (chunk, (document, _)) in enumerate(zip(chunks, arguments), start=1):
-        check_id(chunk.id, f"chunk {position}: id", MAX_ENTRY_ID_BYTES, InvalidEntryError)
-        where = f"chunk {position} ({chunk.id})"
+        check_id(chunk.id, f"{entry_label(position, kind='chunk')}: id", MAX_ENTRY_ID_BYTES, InvalidEntryError)
+        where = entry_label(position, chunk.id, "chunk")
         check_id(chunk.source_id, f"{where}: source_id", MAX_ENTRY_ID_BYTES, InvalidEntryError)
         if not chunk.text.strip():
             raise InvalidEntryError(f"{where}: text must not be blank")
@@ -120,10 +121,11 @@ def check_chunks(
             check_access_version(chunk.access_version, f"{where}: access_version")
         stored.append(value)
     check_unique_ids([chunk.id for chunk in chunks])
-    for chunk, (document, _) in zip(chunks, arguments):
+    labels = [entry_label(position, chunk.id, "chunk") for position, chunk in enumerate(chunks, start=1)]
+    for where, chunk, (document, _) in zip(labels, chunks, arguments):
         if len(chunk.text.encode("utf-8")) + len(document.encode("utf-8")) > MAX_CHUNK_BYTES:
-            raise PayloadTooLargeError(f"chunk {chunk.id}: text plus metadata is over the {MAX_CHUNK_BYTES}-byte cap")
-    vectors = [float32(values, f"embedding of chunk {chunk.id!r}") for chunk, (_, values) in zip(chunks, arguments)]
+            raise PayloadTooLargeError(f"{where}: text plus metadata is over the {MAX_CHUNK_BYTES}-byte cap")
+    vectors = [float32(values, f"{where}: embedding") for where, (_, values) in zip(labels, arguments)]
     if len({vector.shape[0] for vector in vectors}) > 1:
         raise DimensionMismatchError("the embeddings in one batch differ in dimensions")
     return list(zip(stored, vectors))

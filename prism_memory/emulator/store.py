@@ -12,11 +12,14 @@
 * ties break on sequence, then id in code-point order (``collate "C"``);
 * metadata and working memory are stored as their JSON, like ``jsonb``.
 
-Every operation runs without awaiting in between, so it is atomic under asyncio.
+Every operation runs without awaiting in between, so it is atomic under asyncio. The working store's
+calls first yield to the event loop, as a round trip to Postgres does, so concurrent read-then-write
+callers (working-memory processors) interleave as they do on Postgres.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 from collections.abc import Iterator, Sequence
@@ -27,19 +30,28 @@ from typing import Any
 import numpy as np
 
 from ..checks import (
+    as_utc,
     check_aware,
     check_batch_writes,
     check_bool,
     check_consent_change,
     check_int,
+    check_now,
     check_scope,
     check_scope_id,
     check_scoring,
     check_shared_ids,
     check_text,
     check_texts,
+    consent_change_arguments,
+    correction_arguments,
+    embedding_labels,
+    entry_label,
     is_agent_resource,
+    page_arguments,
     record_arguments,
+    reembed_arguments,
+    retention_arguments,
     scope_texts,
 )
 from ..embedding import embedding_values
@@ -82,6 +94,13 @@ from .vectors import similarity as cosine_similarity
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+async def _round_trip() -> None:
+    """Let other tasks run first, as a Postgres call's round trip does: concurrent callers then interleave
+    between one call and the next (a working-memory read and the conditional write after it) as they do on
+    Postgres, and never inside a call, which still runs without awaiting."""
+    await asyncio.sleep(0)
 
 
 @dataclass(slots=True)
@@ -186,12 +205,13 @@ class MemoryVectorStore(EmulatorRagStore):
         """Mirror of ``remember_v1``: validate, upsert all records, re-derive their tombstones, walk from the invalid ones."""
         scope_texts(scope)
         arguments = record_arguments(records)
+        now = check_now(now)
         if not records:
             self._key(scope)  # remember_v1 checks the scope before it returns for no entries
             return 0, []
         checked = self._check_write(scope, records, arguments)
         with self._restored_on_error([self._key(scope)]):
-            return await self._write(scope, records, *checked, now or _now())
+            return await self._write(scope, records, *checked, now)
 
     async def remember_batch(
         self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None
@@ -200,9 +220,9 @@ class MemoryVectorStore(EmulatorRagStore):
         order, so the first failure is the one SQL meets; on a failure every thread of the batch is restored."""
         check_batch_writes(writes)
         arguments = {scope: record_arguments(records) for scope, records in writes}  # all types first, as Postgres
+        now = check_now(now)
         order = sorted((scope for scope, records in writes if records), key=lambda s: (s.resource_id, s.thread_id))
         by_scope = dict(writes)
-        now = now or _now()
         results: dict[Scope, tuple[int, list[str]]] = {}
         with self._restored_on_error([self._key(scope) for scope in order]):
             for scope in order:
@@ -217,7 +237,10 @@ class MemoryVectorStore(EmulatorRagStore):
         stored metadata and float32 embedding."""
         self._key(scope)
         metadata = check_records(records)
-        vectors = [float32(values, f"embedding of entry {record.id!r}") for record, (_, values) in zip(records, arguments)]
+        vectors = [
+            float32(values, f"{entry_label(position, record.id)}: embedding")
+            for position, (record, (_, values)) in enumerate(zip(records, arguments), start=1)
+        ]
         if len({vector.shape[0] for vector in vectors}) > 1:
             raise DimensionMismatchError("the embeddings in one batch differ in dimensions")
         self._check_dimensions(self._threads.get(self._key(scope), {}), vectors[0].shape[0])
@@ -269,8 +292,8 @@ class MemoryVectorStore(EmulatorRagStore):
                 consent_source=consent.source if consent else existing.consent_source if existing else None,
                 consent_scope=consent.scope if consent else existing.consent_scope if existing else None,
                 consent_visible=consent.visible if consent else existing.consent_visible if existing else True,
-                consent_granted_at=consent.granted_at if consent else existing.consent_granted_at if existing else None,
-                consent_revoked_at=consent.revoked_at if consent else existing.consent_revoked_at if existing else None,
+                consent_granted_at=as_utc(consent.granted_at) if consent else existing.consent_granted_at if existing else None,
+                consent_revoked_at=as_utc(consent.revoked_at) if consent else existing.consent_revoked_at if existing else None,
                 legal_hold=existing.legal_hold if existing else False,
                 created_at=existing.created_at if existing else now,
                 updated_at=now,
@@ -327,12 +350,13 @@ class MemoryVectorStore(EmulatorRagStore):
         """Mirror of ``recall_v2``: own thread plus live grants, the consent gate, an exact scored scan,
         the optional composite re-rank of the top ``top_k * 4``, adjacency, and gate counts."""
         scope_texts(scope)
-        values = embedding_values(query_embedding, "query embedding")
+        values = embedding_values(query_embedding, "the query embedding")
         check_text(query_text, "the query text", InvalidQueryError)
         if share_from_parent_thread_id is not None:  # the 256-byte cap is Python's: recall_v2 checks blank only
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         scoring = check_scoring(scoring)  # scoring_weights_v1 runs first, in recall_v2's declare
         check_bool(explain, "explain", LimitExceededError)
+        now = check_now(now)
         key = self._key(scope)
         check_int_option("top_k", top_k, 1, HARD_CAPS["top_k"])
         check_int_option("message_range", message_range, 0, HARD_CAPS["message_range"])
@@ -340,9 +364,8 @@ class MemoryVectorStore(EmulatorRagStore):
             raise PayloadTooLargeError("the query text is over the 64 KiB hard cap")
         if not query_text.strip():  # recall_v2: PM008
             raise InvalidQueryError("the query text must not be blank")
-        query = float32(values, "query embedding")
+        query = float32(values, "the query embedding")
         self._check_dimensions(self._threads.get(key, {}), query.shape[0])
-        now = now or _now()
 
         granted: dict[tuple[str, str, str], set[str]] = {}
         if share_from_parent_thread_id is not None:
@@ -438,6 +461,7 @@ class MemoryVectorStore(EmulatorRagStore):
         scope_texts(Scope(scope.tenant_id, child_resource_id, child_thread_id))
         check_texts(source_ids, "shared ids", InvalidEntryError)
         check_aware(expires_at, "expires_at")
+        now = check_now(now)
         key = self._key(scope)
         check_scope(Scope(scope.tenant_id, child_resource_id, child_thread_id), thread_required=True)
         if (child_resource_id, child_thread_id) == (scope.resource_id, scope.thread_id):
@@ -449,7 +473,6 @@ class MemoryVectorStore(EmulatorRagStore):
         if len(source_ids) > 256:
             raise LimitExceededError(f"a share grant lists at most 256 ids, got {len(source_ids)}")
         check_shared_ids(source_ids)
-        now = now or _now()
         if expires_at is not None and expires_at <= now:
             raise LimitExceededError("expires_at must be in the future")
         grant_key = (scope.tenant_id, scope.resource_id, scope.thread_id or "", child_resource_id, child_thread_id)
@@ -487,6 +510,10 @@ class MemoryVectorStore(EmulatorRagStore):
 
     async def invalidate(self, scope: Scope, ids: Sequence[str], reason: str, now: datetime | None = None) -> list[str]:
         """Mirror of ``invalidate_v1``: tombstones (self unless corrected, and dependents), legal hold for 'held'."""
+        scope_texts(scope)
+        ids = check_texts(ids, "ids", InvalidEntryError)
+        check_text(reason, "reason", InvalidEntryError)
+        now = check_now(now)
         key = self._key(scope)
         if not 1 <= len(ids) <= 64:
             raise LimitExceededError(f"invalidate: between 1 and 64 ids per call, got {len(ids)}")
@@ -505,11 +532,13 @@ class MemoryVectorStore(EmulatorRagStore):
             for entry_id in ids:
                 if entry_id in rows:
                     rows[entry_id].legal_hold = True
-                    rows[entry_id].updated_at = now or _now()
+                    rows[entry_id].updated_at = now
         return reached
 
     async def purge(self, scope: Scope, ids: Sequence[str]) -> int:
         """Mirror of ``purge_v1``: delete tombstoned, unheld bodies; an untombstoned one raises first."""
+        scope_texts(scope)
+        ids = check_texts(ids, "ids", InvalidEntryError)
         key = self._key(scope)
         if not 1 <= len(ids) <= 64:
             raise LimitExceededError(f"purge: between 1 and 64 ids per call, got {len(ids)}")
@@ -539,8 +568,11 @@ class MemoryVectorStore(EmulatorRagStore):
         self, scope: Scope, entry_id: str, change: ConsentChange, now: datetime | None = None
     ) -> tuple[MemoryRecord, list[str]]:
         """Mirror of ``set_consent_v1``: revoke writes tombstones first; grant clears the entry's own."""
+        scope_texts(scope)
+        check_text(entry_id, "entry_id", InvalidEntryError)
+        change = consent_change_arguments(change)
+        now = check_now(now)
         key = self._key(scope)
-        now = now or _now()
         check_consent_change(change)
         row = self._locked_row(key, entry_id)
         revoking = change.visible is False or change.revoked_at is not None
@@ -570,11 +602,13 @@ class MemoryVectorStore(EmulatorRagStore):
     ) -> tuple[MemoryRecord, list[str]]:
         """Mirror of ``correct_v2``: invalidate dependents, replace text and embedding, mark the lineage corrected,
         then re-derive the entry from its sources."""
+        scope_texts(scope)
+        values = correction_arguments(entry_id, text, embedding)
+        now = check_now(now)
         key = self._key(scope)
-        now = now or _now()
-        if not isinstance(text, str) or not text.strip():
+        if not text.strip():
             raise InvalidEntryError("the corrected text must not be blank")
-        vector = float32(embedding, "the embedding")
+        vector = float32(values, "the corrected embedding")
         rows = self._threads.get(key, {})
         self._check_dimensions(rows, vector.shape[0])
         row = self._locked_row(key, entry_id)
@@ -602,13 +636,15 @@ class MemoryVectorStore(EmulatorRagStore):
         now: datetime | None = None,
     ) -> list[tuple[str, bool]]:
         """Mirror of ``retention_candidates_v1``: oldest expired entries until ``batch_size`` unheld ones."""
+        scope_texts(scope)
+        max_age_days = retention_arguments(max_age_days, max_entries, batch_size)
+        now = check_now(now)  # in UTC: 24-hour days, whatever the clock's time zone
         key = self._key(scope)
         check_int_option("batch_size", batch_size, 1, 64)
         if max_age_days is None and max_entries is None:
             raise LimitExceededError("retention needs max_age_days or max_entries")
         if (max_age_days is not None and not 0 <= max_age_days <= 36500) or (max_entries is not None and max_entries < 0):
             raise LimitExceededError("max_age_days must be within 0..36500 and max_entries >= 0")
-        now = (now or _now()).astimezone(timezone.utc)  # 24-hour days, whatever the clock's time zone
         rows = sorted(self._threads.get(key, {}).values(), key=lambda row: (row.sequence, row.id))
         newest_rank = {row.id: rank for rank, row in enumerate(reversed(rows), start=1)}
         cutoff = now - timedelta(days=max_age_days) if max_age_days is not None else None
@@ -630,6 +666,8 @@ class MemoryVectorStore(EmulatorRagStore):
         self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False
     ) -> list[MemoryRecord]:
         """Mirror of ``list_entries_v1``: entries after the (sequence, id) cursor, at most ``limit`` (1..200)."""
+        scope_texts(scope)
+        after = page_arguments(after, limit, exportable)
         key = self._key(scope)
         check_int_option("limit", limit, 1, 200)
         rows = sorted(self._threads.get(key, {}).values(), key=lambda row: (row.sequence, row.id))
@@ -642,16 +680,19 @@ class MemoryVectorStore(EmulatorRagStore):
 
     async def count_by_thread(self, scope: Scope) -> int:
         """Mirror of ``count_entries_v1``."""
+        scope_texts(scope)
         return len(self._threads.get(self._key(scope), {}))
 
     async def reembed(
         self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]]
     ) -> int:
         """Mirror of ``reembed_v1``: new embeddings for entries whose text is still ``texts``; nothing else changes."""
+        scope_texts(scope)
+        values = reembed_arguments(ids, texts, embeddings)
         key = self._key(scope)
         if len(ids) != len(embeddings) or len(ids) != len(texts) or len(ids) > 128:
             raise LimitExceededError("reembed: ids, texts and embeddings must pair up, at most 128")
-        vectors = [float32(vector, "an embedding") for vector in embeddings]
+        vectors = [float32(vector, label) for vector, label in zip(values, embedding_labels(ids))]
         rows = self._threads.get(key, {})
         for vector in vectors:
             self._check_dimensions(rows, vector.shape[0])
@@ -674,21 +715,24 @@ class MemoryWorkingStore:
         self._records: dict[tuple[str, str, str], WorkingMemoryRecord] = {}
 
     async def get_working(self, scope: Scope) -> WorkingMemoryRecord | None:
-        """Mirror of ``get_working_v1``."""
+        """Mirror of ``get_working_v1``, after a round trip (:func:`_round_trip`)."""
         check_scope(scope, thread_required=False)
+        await _round_trip()
         record = self._records.get((scope.tenant_id, scope.resource_id, scope.thread_id or ""))
         return None if record is None else copy.deepcopy(record)
 
     async def update_working(
         self, scope: Scope, data: dict[str, Any], expected_version: int | None
     ) -> WorkingMemoryRecord:
-        """Mirror of ``update_working_v1``: version + 1, or :class:`WorkingMemoryVersionConflict`."""
+        """Mirror of ``update_working_v1`` after a round trip (:func:`_round_trip`): version + 1, or
+        :class:`WorkingMemoryVersionConflict`."""
         check_scope(scope, thread_required=False)
         document = json_document(data, "working memory", WorkingMemoryValidationError)
         if len(document.encode("utf-8")) > STORE_WORKING_MEMORY_BYTES:
             raise PayloadTooLargeError("working memory is over the 8 MiB hard cap of the store")
         if expected_version is not None and check_int(expected_version, "expected_version", LimitExceededError) < 0:
             raise LimitExceededError(f"expected_version must be >= 0, got {expected_version}")
+        await _round_trip()
         key = (scope.tenant_id, scope.resource_id, scope.thread_id or "")
         current = self._records.get(key)
         current_version = current.version if current else 0

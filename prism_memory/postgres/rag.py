@@ -16,7 +16,7 @@ import numpy as np
 import psycopg
 
 from .. import ragargs
-from ..checks import check_text
+from ..checks import as_utc, check_text
 from ..embedding import embedding_values
 from ..errors import InvalidQueryError, StoreError
 from ..schema import SchemaConfig
@@ -83,7 +83,7 @@ class PostgresRagStore:
     ) -> list[RagMatch]:
         """``rag_query_v1``."""
         read = self._read_args(tenant_id, scope, top_k, filter, authorization, generation)
-        vector = embedding_values(embedding, "query embedding")
+        vector = embedding_values(embedding, "the query embedding")
         rows = await self._fetch(
             self.queries.rag_query, (tenant_id, scope, np.asarray(vector, dtype=np.float32), top_k, *read), read=True
         )
@@ -127,7 +127,7 @@ class PostgresRagStore:
         )
         return [
             StoredChunk(chunk_id, source, text, metadata, _floats(embedding), chunk_generation,
-                        access_version, created_at, updated_at)
+                        access_version, as_utc(created_at), as_utc(updated_at))
             for (chunk_id, source, text, metadata, embedding, chunk_generation, access_version, created_at,
                  updated_at) in rows
         ]

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -18,14 +18,21 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ..checks import (
+    as_utc,
     check_aware,
     check_batch_writes,
     check_bool,
     check_int,
+    check_now,
     check_scope_id,
     check_text,
     check_texts,
+    consent_change_arguments,
+    correction_arguments,
+    page_arguments,
     record_arguments,
+    reembed_arguments,
+    retention_arguments,
     scope_texts,
     scoring_numbers,
 )
@@ -103,9 +110,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         """One ``remember_v1`` call: the batch is written in one transaction or not at all."""
         scope_ids = _scope(scope)
         arrays = _entry_arrays(records)
-        [(written, invalidated)] = await self._fetch(
-            self.queries.remember, (*scope_ids, *arrays, now or datetime.now(timezone.utc))
-        )
+        [(written, invalidated)] = await self._fetch(self.queries.remember, (*scope_ids, *arrays, check_now(now)))
         return int(written), list(invalidated)
 
     async def remember_batch(
@@ -114,6 +119,8 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         """One ``remember_batch_v1`` call for all of ``writes`` (one tenant); each thread's rows go contiguously."""
         check_batch_writes(writes)
         records = [record for _, batch in writes for record in batch]
+        arrays = _entry_arrays(records)
+        now = check_now(now)
         if not records:
             return [(0, []) for _ in writes]
         rows = await self._fetch(
@@ -122,8 +129,8 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
                 writes[0][0].tenant_id,
                 [scope.resource_id for scope, batch in writes for _ in batch],
                 [scope.thread_id for scope, batch in writes for _ in batch],
-                *_entry_arrays(records),
-                now or datetime.now(timezone.utc),
+                *arrays,
+                now,
             ),
         )
         by_thread = {(resource_id, thread_id): (int(written), list(invalidated))
@@ -145,12 +152,13 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
     ) -> RecallResult:
         """One ``recall_v2`` call; rows come back hits first (by rank), then gate counts, then adjacent entries."""
         scope_ids = _scope(scope)
-        vector = embedding_values(query_embedding, "query embedding")
+        vector = embedding_values(query_embedding, "the query embedding")
         check_text(query_text, "the query text", InvalidQueryError)
         if share_from_parent_thread_id is not None:  # recall_v2 checks it is not blank, not its 256-byte cap
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         scoring = scoring_numbers(scoring)
         check_bool(explain, "explain", LimitExceededError)
+        now = check_now(now)
         rows = await self._fetch(
             self.queries.recall,
             (
@@ -161,7 +169,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
                 message_range,
                 require_consent,
                 share_from_parent_thread_id,
-                now or datetime.now(timezone.utc),
+                now,
                 None if scoring is None else scoring.recency_weight,
                 None if scoring is None else scoring.importance_weight,
                 None if scoring is None else scoring.half_life_ms,
@@ -198,38 +206,40 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         ids = check_texts(source_ids, "shared ids", InvalidEntryError)
         [(granted,)] = await self._fetch(
             self.queries.share_with,
-            (*_scope(scope), *child[1:], ids, check_aware(expires_at, "expires_at"), now or datetime.now(timezone.utc)),
+            (*_scope(scope), *child[1:], ids, check_aware(expires_at, "expires_at"), check_now(now)),
         )
         return int(granted)
 
     async def invalidate(self, scope: Scope, ids: Sequence[str], reason: str, now: datetime | None = None) -> list[str]:
         """One ``invalidate_v1`` call: tombstones land before any body is deleted; returns every invalidated id."""
-        rows = await self._fetch(
-            self.queries.invalidate, (*_scope(scope), list(ids), reason, now or datetime.now(timezone.utc))
-        )
+        arguments = (*_scope(scope), _ids(ids), check_text(reason, "reason", InvalidEntryError), check_now(now))
+        rows = await self._fetch(self.queries.invalidate, arguments)
         return [row[0] for row in rows]
 
     async def purge(self, scope: Scope, ids: Sequence[str]) -> int:
         """One ``purge_v1`` call: deletes tombstoned, unheld bodies."""
-        [(deleted,)] = await self._fetch(self.queries.purge, (*_scope(scope), list(ids)))
+        [(deleted,)] = await self._fetch(self.queries.purge, (*_scope(scope), _ids(ids)))
         return int(deleted)
 
     async def set_consent(
         self, scope: Scope, entry_id: str, change: ConsentChange, now: datetime | None = None
     ) -> tuple[MemoryRecord, list[str]]:
         """One ``set_consent_v1`` call; returns the updated record and the ids it invalidated."""
+        scope_ids = _scope(scope)
+        check_text(entry_id, "entry_id", InvalidEntryError)
+        change = consent_change_arguments(change)
         [row] = await self._fetch(
             self.queries.set_consent,
             (
-                *_scope(scope),
+                *scope_ids,
                 entry_id,
                 change.visible,
                 change.source,
                 change.scope,
                 change.granted_at,
                 change.revoked_at,
-                now or datetime.now(timezone.utc),
-            )
+                check_now(now),
+            ),
         )
         return _record(row)
 
@@ -237,9 +247,11 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         self, scope: Scope, entry_id: str, text: str, embedding: Sequence[float], now: datetime | None = None
     ) -> tuple[MemoryRecord, list[str]]:
         """One ``correct_v2`` call; returns the updated record and the ids it invalidated."""
+        scope_ids = _scope(scope)
+        vector = correction_arguments(entry_id, text, embedding)
         [row] = await self._fetch(
             self.queries.correct,
-            (*_scope(scope), entry_id, text, np.asarray(embedding, dtype=np.float32), now or datetime.now(timezone.utc))
+            (*scope_ids, entry_id, text, np.asarray(vector, dtype=np.float32), check_now(now)),
         )
         return _record(row)
 
@@ -252,9 +264,10 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         now: datetime | None = None,
     ) -> list[tuple[str, bool]]:
         """One ``retention_candidates_v1`` call: ``[(entry_id, held)]`` oldest first."""
+        scope_ids = _scope(scope)
+        max_age_days = retention_arguments(max_age_days, max_entries, batch_size)
         rows = await self._fetch(
-            self.queries.retention_candidates,
-            (*_scope(scope), max_age_days, max_entries, batch_size, now or datetime.now(timezone.utc)),
+            self.queries.retention_candidates, (*scope_ids, max_age_days, max_entries, batch_size, check_now(now)),
             read=True,
         )
         return [(entry_id, held) for entry_id, held in rows]
@@ -263,9 +276,10 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False
     ) -> list[MemoryRecord]:
         """One ``list_entries_v1`` call: at most ``limit`` (1..200) entries after the (sequence, id) cursor."""
-        after_sequence, after_id = after if after is not None else (None, None)
+        scope_ids = _scope(scope)
+        after_sequence, after_id = page_arguments(after, limit, exportable) or (None, None)
         rows = await self._fetch(
-            self.queries.list_entries, (*_scope(scope), after_sequence, after_id, limit, exportable), read=True
+            self.queries.list_entries, (*scope_ids, after_sequence, after_id, limit, exportable), read=True
         )
         return [_record(row)[0] for row in rows]
 
@@ -278,9 +292,11 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]]
     ) -> int:
         """One ``reembed_v1`` call: new embeddings for entries whose text is still ``texts``."""
+        scope_ids = _scope(scope)
+        vectors = reembed_arguments(ids, texts, embeddings)
         [(updated,)] = await self._fetch(
             self.queries.reembed,
-            (*_scope(scope), list(ids), list(texts), [np.asarray(vector, dtype=np.float32) for vector in embeddings]),
+            (*scope_ids, list(ids), list(texts), [np.asarray(vector, dtype=np.float32) for vector in vectors]),
         )
         return int(updated)
 
@@ -288,6 +304,11 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
 def _scope(scope: Scope) -> tuple[str, str, str | None]:
     """The scope's ids as sent (:func:`scope_texts`); ``assert_scope_v1`` checks them (PM001)."""
     return scope_texts(scope)
+
+
+def _ids(ids: object) -> list[str]:
+    """Entry ids as sent: a list of ``str`` that ``text`` holds, else :class:`InvalidEntryError`."""
+    return check_texts(ids, "ids", InvalidEntryError)
 
 
 def _entry_arrays(records: Sequence[EntryRecord]) -> tuple[list[Any] | None, ...]:
@@ -330,8 +351,10 @@ def _record(row: Sequence[Any]) -> tuple[MemoryRecord, list[str]]:
     """An ``entry_record_v1`` row as (record, invalidated ids)."""
     (entry_id, text, metadata, sequence, importance, source, scope, visible, granted_at, revoked_at,
      legal_hold, created_at, updated_at, invalidated) = row
-    consent = None if source is None else MemoryConsent(source, scope, visible, granted_at, revoked_at)
-    record = MemoryRecord(entry_id, text, metadata, sequence, importance, consent, legal_hold, created_at, updated_at)
+    consent = None if source is None else MemoryConsent(source, scope, visible, as_utc(granted_at), as_utc(revoked_at))
+    record = MemoryRecord(
+        entry_id, text, metadata, sequence, importance, consent, legal_hold, as_utc(created_at), as_utc(updated_at)
+    )
     return record, list(invalidated or [])
 
 
@@ -340,7 +363,9 @@ class PostgresWorkingStore(_PostgresBase):
 
     def _record(self, scope: Scope, row: Any) -> WorkingMemoryRecord:
         data, version, created_at, updated_at = row
-        return WorkingMemoryRecord(scope.tenant_id, scope.resource_id, scope.thread_id, data, version, created_at, updated_at)
+        return WorkingMemoryRecord(
+            scope.tenant_id, scope.resource_id, scope.thread_id, data, version, as_utc(created_at), as_utc(updated_at)
+        )
 
     async def get_working(self, scope: Scope) -> WorkingMemoryRecord | None:
         """One ``get_working_v1`` call; ``None`` when no document exists."""
