@@ -134,23 +134,43 @@ def test_install_lists_every_head_function_once():
         assert listed.count("create or replace function {{schema}}." + name + "(") == 1, name
 
 
-def test_a_new_revision_ships_the_edit_and_still_replays_the_old_body(tmp_path, monkeypatch, server_dsn):
-    """Cut the next revision after editing recall_v2's head file and adding recall_v3: the way docs/architecture.md says."""
-    last = REVISIONS[-1]
-    nxt = f"{int(last) + 1:04d}"
+def _lock_the_head() -> None:
+    """Write schema.sha256 from the head files, as cutting a revision does."""
+    digests = sql_source.head_digests()
+    sql_source.SCHEMA_LOCK.write_text("".join(f"{digest}  {relative}\n" for relative, digest in sorted(digests.items())))
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    """A git repository with a copy of sql/ and alembic/, committed as released; sql_source reads it.
+
+    The copy's head is its newest revision (its schema.sha256 is rewritten
+    from its head files). Returns ``commit(message)``, which commits every change.
+    """
     repo = tmp_path / "repo"
     shutil.copytree(sql_source.SQL_DIR, repo / "sql", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(sql_source.ALEMBIC_DIR, repo / "alembic", ignore=shutil.ignore_patterns("__pycache__"))
-    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "released"], check=True)
     for name, value in {"SQL_DIR": repo / "sql", "SCHEMA_DIR": repo / "sql" / "schema",
                         "FUNCTIONS_DIR": repo / "sql" / "schema" / "functions",
                         "MIGRATIONS_SQL_DIR": repo / "sql" / "migrations", "ALEMBIC_DIR": repo / "alembic",
                         "SCHEMA_LOCK": repo / "sql" / "migrations" / "schema.sha256"}.items():
         monkeypatch.setattr(sql_source, name, value)
+    _lock_the_head()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
 
+    def commit(message: str) -> None:
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", message], check=True)
+
+    commit("released")
+    return commit
+
+
+def test_a_new_revision_ships_the_edit_and_still_replays_the_old_body(scratch, server_dsn):
+    """Cut the next revision after editing recall_v2's head file and adding recall_v3: the way docs/architecture.md says."""
+    last = REVISIONS[-1]
+    nxt = f"{int(last) + 1:04d}"
     head = sql_source.FUNCTIONS_DIR / "recall_v2.sql"
     released = head.read_text()
     changed = released.replace("-- Semantic recall over one thread", "-- Semantic recall over one thread (next)")
@@ -162,7 +182,7 @@ def test_a_new_revision_ships_the_edit_and_still_replays_the_old_body(tmp_path, 
     manifest = sql_source.SCHEMA_DIR / "functions.sql"
     manifest.write_text(manifest.read_text() + "\\ir functions/recall_v3.sql\n")
     # Committing the edit first does not matter: the released body is found by its digest.
-    subprocess.run([*git, "commit", "-qam", "edit recall_v2"], check=True)
+    scratch("edit recall_v2")
     assert sql_source.head_digests() != sql_source.read_lock()
 
     written = {path.name for path in sql_source.new_revision("next")}
@@ -200,3 +220,127 @@ def test_a_new_revision_ships_the_edit_and_still_replays_the_old_body(tmp_path, 
     head.write_text(changed.replace("(next)", "(edited)"))
     with pytest.raises(sql_source.DeltaError, match=f"{nxt}_next.schema.diff"):
         sql_source.schema_source("functions/recall_v2.sql", last)
+
+
+def test_a_revision_that_removes_a_function_restores_it_on_downgrade_for_its_owner_only(scratch, server_dsn):
+    """A downgrade creates the retired function anew, which PostgreSQL lets PUBLIC execute: the revision takes that back."""
+    last = REVISIONS[-1]
+    nxt = f"{int(last) + 1:04d}"
+    retired = sql_source.FUNCTIONS_DIR / "unshare_v1.sql"
+    released = retired.read_text()
+    retired.unlink()
+    manifest = sql_source.SCHEMA_DIR / "functions.sql"
+    manifest.write_text(manifest.read_text().replace("\\ir functions/unshare_v1.sql\n", ""))
+    scratch("retire unshare_v1")
+    sql_source.new_revision("retire")
+    upgrade_file = sql_source.MIGRATIONS_SQL_DIR / f"{nxt}_retire.sql"
+    upgrade_file.write_text(upgrade_file.read_text().replace("(/* its argument types */)", "(text, text, text, text[])"))
+    assert sql_source.schema_source("functions/unshare_v1.sql", last) == released
+    downgrade_sql = sql_source.revision_template(nxt, "downgrade")
+    assert downgrade_sql.index(released) < downgrade_sql.index("revoke execute on all functions in schema {{schema}}")
+
+    config = SchemaConfig(dimensions=16)
+    fresh, through = server_dsn("src_retire_fresh"), server_dsn("src_retire_through")
+    migrate(fresh, config, last)
+    migrate(through, config)
+    downgrade(through, config, last)
+    with psycopg.connect(through) as conn:
+        assert conn.execute("select has_function_privilege('public', "
+                            "'prism_memory.unshare_v1(text, text, text, text[])', 'execute')").fetchone() == (False,)
+    assert _diff(catalog(fresh), catalog(through)) == ""
+
+    # The name stays retired: a head file under it again breaks history loudly, and no revision ships it.
+    retired.write_text(released)
+    with pytest.raises(sql_source.DeltaError, match="removes the file"):
+        sql_source.schema_source("functions/unshare_v1.sql", last)
+    with pytest.raises(ValueError, match="never used again"):
+        sql_source.new_revision("reuse")
+
+
+#: Head edits whose released text history must give back byte for byte: (released suffix, head suffix).
+_AWKWARD_EDITS = {
+    "no final newline": (b"", b"-- a last line without its newline"),
+    "other line breaks": (b"", "-- a form feed \x0c, a NEL \x85 and a line separator \u2028 in one line\n".encode()),
+    "released with CRLF": (b"-- a line written on Windows\r\n", b"-- edited\n"),
+    "edited with CRLF": (b"", b"-- edited on Windows\r\n-- and a lone carriage return \r in a line\n"),
+}
+
+
+@pytest.mark.parametrize("edit", list(_AWKWARD_EDITS))
+def test_history_keeps_every_byte_of_a_head_file(scratch, edit):
+    last = REVISIONS[-1]
+    nxt = f"{int(last) + 1:04d}"
+    released_suffix, head_suffix = _AWKWARD_EDITS[edit]
+    path = sql_source.FUNCTIONS_DIR / "purge_v1.sql"
+    released = path.read_bytes() + released_suffix
+    if released_suffix:
+        path.write_bytes(released)
+        _lock_the_head()
+        scratch("released")
+    head = released + head_suffix
+    path.write_bytes(head)
+    scratch("edited")
+    sql_source.new_revision("awkward")
+    assert sql_source.schema_source("functions/purge_v1.sql").encode() == head
+    assert sql_source.schema_source("functions/purge_v1.sql", nxt).encode() == head
+    assert sql_source.schema_source("functions/purge_v1.sql", last).encode() == released
+    assert released.decode() in sql_source.revision_template(nxt, "downgrade")
+
+
+def test_a_new_revision_whose_diff_would_not_restore_the_released_text_writes_nothing(scratch, monkeypatch):
+    import difflib
+
+    head = sql_source.FUNCTIONS_DIR / "recall_v2.sql"
+    head.write_text(head.read_text().replace("  perform assert_embedding_v1(p_query_embedding, 'the query embedding');\n", ""))
+    scratch("edit recall_v2")
+    before = {path.name: path.read_bytes() for path in sql_source.MIGRATIONS_SQL_DIR.iterdir()}
+    real = difflib.unified_diff
+
+    def corrupted(*arguments, **options):  # a wrong removed line: the diff applies, but restores another text
+        return [line.replace("assert_embedding_v1", "assert_embedding_v9") for line in real(*arguments, **options)]
+
+    monkeypatch.setattr(difflib, "unified_diff", corrupted)
+    with pytest.raises(sql_source.DeltaError, match="does not restore"):
+        sql_source.new_revision("broken")
+    assert {path.name: path.read_bytes() for path in sql_source.MIGRATIONS_SQL_DIR.iterdir()} == before
+
+
+def test_a_new_revision_needs_a_change(scratch):
+    with pytest.raises(ValueError, match="nothing to cut"):
+        sql_source.new_revision("empty")
+    assert list(sql_source.revisions()) == list(REVISIONS)
+
+
+def test_amend_recuts_the_newest_revision_from_the_head(scratch, capsys):
+    """An unreleased revision cut, then the head edited further (over its diff's lines and elsewhere): --amend."""
+    from prism_memory import revision as revision_command
+
+    last = REVISIONS[-1]
+    nxt = f"{int(last) + 1:04d}"
+    recall, count = sql_source.FUNCTIONS_DIR / "recall_v2.sql", sql_source.FUNCTIONS_DIR / "count_entries_v1.sql"
+    released_recall, released_count = recall.read_text(), count.read_text()
+    recall.write_text(released_recall.replace("-- Semantic recall over one thread", "-- Semantic recall (first cut)"))
+    added = "create or replace function {{schema}}.recall_v3() returns integer language sql as $$ select 3 $$;\n"
+    (sql_source.FUNCTIONS_DIR / "recall_v3.sql").write_text(added)
+    manifest = sql_source.SCHEMA_DIR / "functions.sql"
+    manifest.write_text(manifest.read_text() + "\\ir functions/recall_v3.sql\n")
+    scratch("edit")
+    sql_source.new_revision("first")
+    down_file = sql_source.MIGRATIONS_SQL_DIR / f"{nxt}_first.down.sql"
+    down_file.write_text(down_file.read_text().replace("recall_v3(/* its argument types */)", "recall_v3()"))
+    scratch("cut first")
+
+    recall.write_text(released_recall.replace("-- Semantic recall over one thread", "-- Semantic recall (amended)"))
+    count.write_text(released_count + "-- edited after the cut\n")
+    assert revision_command.main(["--amend", "second"]) == 0
+    assert f"{nxt}_second.sql" in capsys.readouterr().out
+    assert list(sql_source.revisions().values())[-2:] == [sql_source.revisions()[last], f"{nxt}_second"]
+    assert not (sql_source.MIGRATIONS_SQL_DIR / f"{nxt}_first.sql").exists()
+    assert not (sql_source.ALEMBIC_DIR / "versions" / f"{nxt}_first.py").exists()
+    assert sql_source.head_digests() == sql_source.read_lock()
+    assert sql_source.schema_source("functions/recall_v2.sql", last) == released_recall
+    assert sql_source.schema_source("functions/count_entries_v1.sql", last) == released_count
+    upgrade = sql_source.revision_template(nxt, "upgrade")
+    assert "(amended)" in upgrade and "(first cut)" not in upgrade and added in upgrade
+    assert "revoke execute on all functions" in upgrade and "count_entries_v1" in upgrade
+    assert "drop function {{schema}}.recall_v3(" in sql_source.revision_template(nxt, "downgrade")
