@@ -5,9 +5,9 @@
   attributes and ACLs, tables, indexes, constraints, statistics, policies,
   default privileges, the recorded revision).
 - For every revision N, the head downgraded to N equals a fresh migrate to N.
-- The head function files are those the newest revision installs
-  (sql/migrations/functions.sha256), and a revision's function diff restores
-  the body it replaced.
+- The head files are those the newest revision installs
+  (sql/migrations/schema.sha256), a revision's schema diff restores
+  what it replaced, and a released revision renders as it did when released.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import subprocess
 
 import psycopg
 import pytest
-from prism_memory import build_memory_ddl, build_vector_search_ddl, sql_source
+from prism_memory import build_memory_ddl, build_vector_search_ddl, grant_app_role, sql_source
+from psycopg.conninfo import make_conninfo
 from prism_memory.schema import REVISIONS, SCHEMA_VERSION, SchemaConfig, downgrade, migrate, render_revision
 
 from catalog import catalog, functions
@@ -84,28 +85,52 @@ def test_the_head_downgraded_to_a_revision_equals_a_fresh_migrate_to_it(server_d
         assert conn.execute("select schema_version from prism_memory.install_info_v1()").fetchone() == (int(revision),)
 
 
-#: SHA-256 of each released revision's rendered SQL (upgrade, vector search, downgrade; pinned width 16;
-#: top-level comment lines left out). What a revision installs never changes once released, whatever
-#: happens to the head files it includes: a failure here means a released revision would now install
-#: something else. Add a revision here when it is released.
+#: The configs a released revision's rendering is pinned for: each width rule (plain storage up to
+#: PLAIN_STORAGE_MAX_DIMENSIONS, external above; an HNSW index up to HNSW_MAX_DIMENSIONS) and unpinned.
+RENDERED_CONFIGS = (SchemaConfig(dimensions=16), SchemaConfig(), SchemaConfig(dimensions=1800), SchemaConfig(dimensions=3072))
+
+
+def released_rendering(revision: str) -> str:
+    """SHA-256 of ``revision``'s rendered SQL for every config of RENDERED_CONFIGS (top-level comment lines left out)."""
+    text = "".join(render_revision(revision, config, part) for config in RENDERED_CONFIGS
+                   for part in ("upgrade", "vector_search", "vector_search_down", "downgrade"))
+    uncommented = "\n".join(line for line in text.split("\n") if not line.startswith("--"))
+    return hashlib.sha256(uncommented.encode()).hexdigest()
+
+
+#: SHA-256 of each released revision's rendered SQL (upgrade, vector search, downgrade; every config of
+#: RENDERED_CONFIGS). What a revision installs never changes once released, whatever happens to the head
+#: files it includes or the Python constants its rendering reads (widths, stopwords): a failure here means
+#: a released revision would now install something else. Add a revision here when it is released.
 RELEASED_RENDERINGS = {
-    "0001": "0486d85c130dc79e092ec5faa690c45c4f72d429fda2282b4eabf0061d3d6bf3",
-    "0002": "2528f3776257914abc7db2b3fe55a0a6b41e0433de44edb2c1315779bd5f6727",
-    "0003": "096bb6414298925d1fc240e6edceb64e1b61ae8d43068c153af2275d32bf7894",
-    "0004": "ae586e3e4903078d17d924b80a8bf89217193086bec238ea31ce526ef0e66796",
-    "0005": "3f058bea3271747a1abe03d17daa8555f45d5190e7ce8a56414943d7b7910cce",
-    "0006": "8f9595de7406ef348af219de761499e5e6fac7006dba0483657661fe7203dc97",
-    "0007": "b896cb374496b7b9fa548ad0d264c91e8e955b8b191198d61dec4f1f3afef21b",
+    "0001": "c0a3be51c326d31af16da911e41254f2213908f8feb072b101c3c05c02ed6462",
+    "0002": "0ea33eeb6f9814083a8fc42882e4b504a120a582f18f464bbf19b5dbdb9f321f",
+    "0003": "c3d1b852de9ddc8eaf3068a05cdf8c242c201f6aed6d5cd4e1513960afa5d7e2",
+    "0004": "5c551f0c074a08468423394e76a8afbba05254fbe683b4857d596b64138de8d6",
+    "0005": "fa21dffd1641d9279f118523ec052c2ac88e37966508faa1732554912a6790cb",
+    "0006": "94832fac0e4e8abed400466fe53c371b8dcc82c8ef3f4ab047825a3016eb8592",
+    "0007": "43269509fda588c5b7e342dbbdb86fb81c07afd2c87c5c0d73dea123ae3dd289",
+    "0008": "47b5844502f3c1e6e99784a40e8407aeaf5743f1e27b1890048165c1d2239548",
 }
 
 
 @pytest.mark.parametrize("revision", sorted(RELEASED_RENDERINGS))
 def test_a_released_revision_renders_as_it_did_when_released(revision):
-    config = SchemaConfig(dimensions=16)
-    text = "".join(render_revision(revision, config, part)
-                   for part in ("upgrade", "vector_search", "vector_search_down", "downgrade"))
-    uncommented = "\n".join(line for line in text.split("\n") if not line.startswith("--"))
-    assert hashlib.sha256(uncommented.encode()).hexdigest() == RELEASED_RENDERINGS[revision]
+    assert released_rendering(revision) == RELEASED_RENDERINGS[revision]
+
+
+def test_the_released_renderings_cover_the_python_constants(monkeypatch):
+    """Constants that change what a revision installs at some width, or in its stopwords, change its digest."""
+    from prism_memory import schema
+
+    digests = {revision: released_rendering(revision) for revision in RELEASED_RENDERINGS}
+    for name, value in (("PLAIN_STORAGE_MAX_DIMENSIONS", 2048), ("HNSW_MAX_DIMENSIONS", 1024)):
+        with monkeypatch.context() as patch:
+            patch.setattr(schema, name, value)
+            assert any(released_rendering(revision) != digest for revision, digest in digests.items()), name
+    with monkeypatch.context() as patch:
+        patch.setattr(schema, "stopwords_sql_literal", lambda: "array['the']")
+        assert any(released_rendering(revision) != digest for revision, digest in digests.items()), "stopwords"
 
 
 def test_install_info_reports_the_newest_revision(server_dsn):
@@ -344,3 +369,28 @@ def test_amend_recuts_the_newest_revision_from_the_head(scratch, capsys):
     assert "(amended)" in upgrade and "(first cut)" not in upgrade and added in upgrade
     assert "revoke execute on all functions" in upgrade and "count_entries_v1" in upgrade
     assert "drop function {{schema}}.recall_v3(" in sql_source.revision_template(nxt, "downgrade")
+
+
+def test_the_head_downgraded_to_0006_lets_the_application_role_call_the_retired_functions(server_dsn):
+    """grant_app_role at head grants recall_v2 and correct_v2; a 0006 application calls recall_v1 and correct_v1."""
+    dsn, role = server_dsn("src_app_role"), "src_app_role"
+    config = SchemaConfig(dimensions=16)
+    migrate(dsn, config)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"create role {role} login")
+    try:
+        with pytest.warns(UserWarning, match="superuser"):  # the test install is owned by postgres
+            grant_app_role(dsn, role, config)
+        downgrade(dsn, config, "0006")
+        with psycopg.connect(make_conninfo(dsn, user=role)) as conn:
+            for function in ("recall_v1(text, text, text, vector, text, integer, integer, boolean, text, timestamptz)",
+                             "correct_v1(text, text, text, text, text, vector, timestamptz)"):
+                assert conn.execute("select has_function_privilege(%s, 'execute')",
+                                    (f"prism_memory.{function}",)).fetchone() == (True,), function
+            # Not PUBLIC's: another role still may not.
+            assert conn.execute("select has_function_privilege('public', 'prism_memory.correct_v1(text, text, text, "
+                                "text, text, vector, timestamptz)', 'execute')").fetchone() == (False,)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"drop owned by {role}")
+            conn.execute(f"drop role {role}")
