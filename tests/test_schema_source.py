@@ -73,6 +73,41 @@ def test_the_catalog_diff_catches_a_changed_body(server_dsn):
     assert "count_entries_v1" in _diff(catalog(migrated), catalog(installed))
 
 
+#: Drifts the catalog diff must show: (statement, a line of the diff it gives).
+_DRIFTS = [
+    ("comment on table prism_memory.semantic_memory is 'drift'", "+comment table prism_memory.semantic_memory: drift"),
+    ("comment on column prism_memory.semantic_memory.text is 'drift'",
+     "+comment table column prism_memory.semantic_memory.text: drift"),
+    ("comment on schema prism_memory is 'drift'", "+comment schema prism_memory: drift"),
+    ("alter table prism_memory.semantic_memory force row level security", " force=true "),
+    ("alter table prism_memory.semantic_memory_working set (fillfactor = 50)", "options={fillfactor=50}"),
+    ("alter table prism_memory.semantic_memory_invalidation replica identity full", " replica=f "),
+    ("grant usage on schema prism_memory to public", "+schema prism_memory: acl="),
+    ("create view prism_memory.drift_view as select 1 as one", "+relation drift_view: kind=v"),
+    ("create sequence prism_memory.drift_seq", "+relation drift_seq: kind=S"),
+    ("create type prism_memory.drift_enum as enum ('a', 'b')", "+type drift_enum: e labels=a,b"),
+    ("create domain prism_memory.drift_domain as text check (value <> '')", "+type drift_domain: d base=text"),
+    ("create trigger drift_trigger before update on prism_memory.semantic_memory_working for each row "
+     "execute function suppress_redundant_updates_trigger()", "+trigger semantic_memory_working.drift_trigger:"),
+    ("update pg_index set indisvalid = false where indexrelid = 'prism_memory.semantic_memory_scope_idx'::regclass",
+     " valid=false"),
+]
+
+
+def test_the_catalog_diff_catches_drifts_beyond_functions(server_dsn):
+    """Comments, forced RLS, storage options, replica identity, schema ACL, views, sequences, types, triggers, validity."""
+    migrated, drifted = server_dsn("src_drift_a"), server_dsn("src_drift_b")
+    config = SchemaConfig(dimensions=16)
+    migrate(migrated, config)
+    migrate(drifted, config)
+    with psycopg.connect(drifted, autocommit=True) as conn:
+        for statement, _ in _DRIFTS:
+            conn.execute(statement)
+    diff = _diff(catalog(migrated), catalog(drifted))
+    for statement, shown in _DRIFTS:
+        assert shown in diff, statement
+
+
 @pytest.mark.parametrize("revision", REVISIONS[:-1])
 def test_the_head_downgraded_to_a_revision_equals_a_fresh_migrate_to_it(server_dsn, revision):
     config = SchemaConfig(dimensions=16)
