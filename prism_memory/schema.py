@@ -214,16 +214,33 @@ _ALEMBIC_STAMP = (
 def build_memory_ddl(schema: str = DEFAULT_SCHEMA, table: str = DEFAULT_TABLE, dimensions: int | None = None) -> str:
     """Render the whole memory DDL at head (``sql/schema/install.sql``) for hosts who migrate by hand.
 
-    Run it on a database without the schema's tables, then
-    :func:`build_vector_search_ddl`, then create stores with
-    ``skip_migrations=True``. It records the head revision in
+    A one-time install on an empty schema: run it once on a database without
+    the schema's tables, then :func:`build_vector_search_ddl`, then create
+    stores with ``skip_migrations=True``. It records the head revision in
     ``<schema>.alembic_version`` as Alembic does, so :func:`migrate` can take
-    over later. Raises :class:`InvalidIdentifierError` for a bad name and
+    over later; an existing install is upgraded with :func:`migrate`, never
+    with this DDL. It runs as one transaction of its own (``begin`` ...
+    ``commit``; do not wrap it in another), whose first statement raises an
+    error when the schema's entries table already exists: under psql, even
+    without ``ON_ERROR_STOP``, every later statement then fails and nothing is
+    applied. Raises :class:`InvalidIdentifierError` for a bad name and
     :class:`LimitExceededError` for a bad dimension.
     """
     config = SchemaConfig(schema, table, dimensions)
+    entries = config.names["entries"]
+    guard = (
+        "begin;\n"
+        "do $$\n"
+        "begin\n"
+        f"  if pg_catalog.to_regclass('{entries}') is not null then\n"
+        f"    raise exception 'prism-memory is already installed here (% exists): this DDL installs into an empty "
+        "schema once; upgrade an install with migrate()', '{entries}' using errcode = 'duplicate_table';\n"
+        "  end if;\n"
+        "end $$;\n\n"
+    )
     install = render(sql_source.expand(sql_source.SCHEMA_DIR / "install.sql", None), config)
-    return install + _ALEMBIC_STAMP.format(schema=config.names["schema"], revision=REVISIONS[-1])
+    stamp = _ALEMBIC_STAMP.format(schema=config.names["schema"], revision=REVISIONS[-1])
+    return guard + install + stamp + "commit;\n"
 
 
 def build_vector_search_ddl(schema: str = DEFAULT_SCHEMA, table: str = DEFAULT_TABLE, dimensions: int | None = None) -> str:

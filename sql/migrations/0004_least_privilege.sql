@@ -9,8 +9,13 @@
 --   schema>, pg_temp": built-ins cannot be shadowed from a schema someone may
 --   write to, and a caller's temporary types or functions come last, never
 --   first. (Functions with an SQL-standard body were resolved when created.)
--- * Nobody but the owner may execute any function of the schema, now or later
---   (PostgreSQL grants EXECUTE to PUBLIC otherwise).
+-- * Nobody but the owner may execute the schema's functions: EXECUTE is
+--   revoked from PUBLIC on all of them (PostgreSQL grants it to PUBLIC on
+--   every new function). That covers the functions that exist now only: the
+--   "alter default privileges in schema ... revoke" below changes nothing,
+--   since a per-schema default privilege can add to the global default but
+--   never take it away. So every later revision that creates a function, on
+--   upgrade or on downgrade, revokes EXECUTE from PUBLIC again.
 -- * Row-level security on every table, keyed by tenant: a role that is ever
 --   granted direct access to a table (a reporting role, say) sees only the
 --   rows of the tenant named by its prism_memory.tenant_id setting, none
