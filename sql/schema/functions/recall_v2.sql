@@ -1,3 +1,9 @@
+-- API function (prism_memory/operations.py): it runs as the schema owner
+-- (security definer) on the search_path install.sql pins (pg_catalog, this
+-- schema, pgvector's schema, pg_temp last); EXECUTE belongs to the owner and
+-- to the application roles grant_app_role names, and a tenant-bound role may
+-- call it for its own tenants only (tenant_access_v1, on the server's clock).
+--
 -- Semantic recall over one thread, behind the consent gate, plus the entries a
 -- live share grant from p_share_parent_thread_id lets this thread read.
 --   similarity = 1 - cosine distance (pgvector <=>), in [-1, 1]
