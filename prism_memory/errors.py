@@ -155,4 +155,5 @@ SQLSTATE_ERRORS: dict[str, type[PrismMemoryError]] = {
     "PM014": AccessVersionConflict,
     "PM015": InvalidScoringError,
     "PM016": TenantAccessDeniedError,
+    "PM017": ConfigurationError,
 }

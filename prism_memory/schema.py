@@ -311,10 +311,10 @@ def grant_app_role(dsn: str, role: str, config: SchemaConfig | None = None, tena
                 schema, sql.Identifier(name), grantee))
         if bound is not None:
             binding = sql.SQL(config.names["tenant_binding"])
-            conn.execute(sql.SQL("delete from {} where role_name = %s").format(binding), (role,))
+            conn.execute(sql.SQL("delete from {} where role_oid = %s::regrole").format(binding), (quote_identifier(role),))
             for tenant_id in bound:
-                conn.execute(sql.SQL("insert into {} (tenant_id, role_name) values (%s, %s)").format(binding),
-                             (tenant_id, role))
+                conn.execute(sql.SQL("insert into {} (tenant_id, role_oid) values (%s, %s::regrole)").format(binding),
+                             (tenant_id, quote_identifier(role)))
 
 
 def revoke_app_role(dsn: str, role: str, config: SchemaConfig | None = None) -> None:
@@ -334,8 +334,8 @@ def revoke_app_role(dsn: str, role: str, config: SchemaConfig | None = None) -> 
             conn.execute(sql.SQL("revoke execute on function {}.{}(" + arguments + ") from {}").format(
                 schema, sql.Identifier(name), grantee))
         conn.execute(sql.SQL("revoke usage on schema {} from {}").format(schema, grantee))
-        conn.execute(sql.SQL("delete from {} where role_name = %s").format(sql.SQL(config.names["tenant_binding"])),
-                     (role,))
+        conn.execute(sql.SQL("delete from {} where role_oid = %s::regrole").format(sql.SQL(config.names["tenant_binding"])),
+                     (quote_identifier(role),))
 
 
 def role_tenants(dsn: str, role: str, config: SchemaConfig | None = None) -> list[str]:
@@ -345,8 +345,8 @@ def role_tenants(dsn: str, role: str, config: SchemaConfig | None = None) -> lis
 
     config = config or SchemaConfig()
     with _owner_transaction(dsn, config) as conn:
-        rows = conn.execute(sql.SQL("select tenant_id from {} where role_name = %s order by tenant_id collate \"C\"")
-                            .format(sql.SQL(config.names["tenant_binding"])), (role,)).fetchall()
+        rows = conn.execute(sql.SQL("select tenant_id from {} where role_oid = %s::regrole order by tenant_id collate \"C\"")
+                            .format(sql.SQL(config.names["tenant_binding"])), (quote_identifier(role),)).fetchall()
     return [row[0] for row in rows]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import secrets
 import warnings
+from urllib.parse import urlparse
 from datetime import datetime, timedelta, timezone
 
 import psycopg
@@ -195,3 +196,56 @@ def test_scope_is_not_a_tenant_binding(pg_dsn, role):
             conn.execute("select prism_memory.count_entries_v1('acme-corp', 'user', 'main')")
         assert raised.value.sqlstate == "PM016"
     assert Scope  # imported for readers of the scope rules
+
+
+def test_a_member_of_a_bound_group_is_bound_whether_it_inherits_or_sets_the_role(pg_dsn, role):
+    """A login role that gets EXECUTE through a bound group (inherited, or by SET ROLE) is held to the group's
+    tenants; a rename keeps a binding (bindings are by role OID)."""
+    group = f"{role}_group"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"create role {group} nologin")
+        conn.execute(f"grant {group} to {role}")
+    try:
+        grant(pg_dsn, group, ["acme"])
+        app = as_role(pg_dsn, role)
+        count = "select prism_memory.count_entries_v1(%s, 'user', 'main')"
+        assert sqlstate_of(app, count, "acme-corp") == "PM016" and sqlstate_of(app, count, "acme") is None
+        with psycopg.connect(app, autocommit=True) as conn:
+            conn.execute(f"set role {group}")
+            with pytest.raises(psycopg.Error) as raised:
+                conn.execute(count, ("acme-corp",))
+            assert raised.value.sqlstate == "PM016"
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f"alter role {group} rename to {group}_renamed")
+        assert sqlstate_of(app, count, "acme-corp") == "PM016"
+        assert role_tenants(pg_dsn, f"{group}_renamed", TEST_CONFIG) == ["acme"]
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            renamed = conn.execute("select rolname from pg_roles where rolname like %s", (f"{group}%",)).fetchone()[0]
+            conn.execute(f"drop owned by {renamed}")
+            conn.execute(f"drop role {renamed}")
+
+
+async def test_writes_need_read_committed_and_the_stores_always_use_it(pg_dsn):
+    """Issue (review): under REPEATABLE READ a writer's snapshot predates the thread lock, so it could miss the
+    tombstone or share grant committed before it. Writers refuse other levels (PM017, ConfigurationError); the
+    stores set READ COMMITTED on their connections whatever the database default is."""
+    from prism_memory import ConfigurationError
+
+    remember = ("select prism_memory.remember_v1('acme', 'user', 'main', array['rr'], array['written in RR'], "
+                "array[array_fill(1::real, array[%s])::vector])")
+    with psycopg.connect(pg_dsn) as conn:
+        conn.execute("set transaction isolation level repeatable read")
+        with pytest.raises(psycopg.Error) as raised:
+            conn.execute(remember, (TEST_DIMENSIONS,))
+        assert raised.value.sqlstate == "PM017" and SQLSTATE_ERRORS["PM017"] is ConfigurationError
+    database = urlparse(pg_dsn).path.lstrip("/")
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"alter database \"{database}\" set default_transaction_isolation = 'repeatable read'")
+    stores = await create_postgres_memory_stores(pg_dsn, dimensions=TEST_DIMENSIONS, skip_migrations=True)
+    try:
+        memory = memory_for(stores, "acme")
+        await memory.remember([{"id": "under-rr-default", "text": "written on a read committed connection"}], wait=True)
+        assert [hit.id for hit in (await memory.recall("read committed connection")).hits] == ["under-rr-default"]
+    finally:
+        await stores.close()

@@ -461,6 +461,9 @@ async def _open_pool(
 
     async def configure(conn: psycopg.AsyncConnection) -> None:
         register_vector_info(conn, vector_type)
+        # The writers serialise on per-thread locks taken inside the statement: only READ COMMITTED lets
+        # them see what the writer before them committed (lock_thread_v1 refuses other levels, PM017).
+        await conn.execute("set default_transaction_isolation = 'read committed'")
 
     pool = AsyncConnectionPool(
         connection_string,

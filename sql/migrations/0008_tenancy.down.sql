@@ -8,6 +8,7 @@
 \ir ../schema/functions/count_entries_v1.sql
 \ir ../schema/functions/get_working_v1.sql
 \ir ../schema/functions/invalidate_v1.sql
+\ir ../schema/functions/lock_thread_v1.sql
 \ir ../schema/functions/list_entries_v1.sql
 \ir ../schema/functions/purge_v1.sql
 \ir ../schema/functions/rag_check_source_access_v1.sql

@@ -188,17 +188,19 @@ create policy tenant_isolation on {{rag_scope_generations}}
   using (tenant_id = current_setting('prism_memory.tenant_id', true))
   with check (tenant_id = current_setting('prism_memory.tenant_id', true));
 
--- Tenant-bound roles: a database role listed here may call the API functions
--- only for these tenants, on the server's clock (tenant_access_v1). A role
--- with no row is trusted with every tenant. Written by the schema owner
--- (prism_memory.schema.bind_role_tenants); the API functions only read it.
+-- Tenant-bound roles: a database role listed here, and every role that is a
+-- member of it, may call the API functions only for these tenants, on the
+-- server's clock (tenant_access_v1). A role is listed by OID, so a rename keeps
+-- its binding. A role with no row, and no bound role it belongs to, is trusted
+-- with every tenant. Written by the schema owner
+-- (prism_memory.schema.grant_app_role); the API functions only read it.
 create table {{tenant_binding}} (
   tenant_id  text        not null,
-  role_name  text        not null,
+  role_oid   oid         not null,
   created_at timestamptz not null default now(),
-  primary key (tenant_id, role_name)
+  primary key (tenant_id, role_oid)
 );
-create index {{tenant_binding_role_idx}} on {{tenant_binding}} (role_name, tenant_id);
+create index {{tenant_binding_role_idx}} on {{tenant_binding}} (role_oid, tenant_id);
 alter table {{tenant_binding}} enable row level security;
 create policy tenant_isolation on {{tenant_binding}}
   using (tenant_id = current_setting('prism_memory.tenant_id', true))
