@@ -21,8 +21,8 @@ from pathlib import Path
 import psycopg
 import pytest
 from prism_memory import build_memory_ddl, build_vector_search_ddl, grant_app_role, sql_source
-from psycopg.conninfo import make_conninfo
 from prism_memory.schema import REVISIONS, SCHEMA_VERSION, SchemaConfig, downgrade, migrate, render_revision
+from psycopg.conninfo import make_conninfo
 
 from catalog import catalog, functions
 

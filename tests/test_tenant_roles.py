@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import secrets
 import warnings
-from urllib.parse import urlparse
 from datetime import datetime, timedelta, timezone
+from urllib.parse import urlparse
 
 import psycopg
 import pytest
