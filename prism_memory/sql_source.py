@@ -274,9 +274,10 @@ def revision_template(revision: str, part: str) -> str | None:
     revision before), ``"vector_search"`` or ``"vector_search_down"``.
     Raises ``KeyError`` for an unknown revision or part.
     """
-    names = list(revisions())
+    stems = revisions()
+    names = list(stems)
     previous = names[names.index(revision) - 1] if names.index(revision) else None
-    stem = revisions()[revision]
+    stem = stems[revision]
     filename, at = {
         "upgrade": (f"{stem}.sql", revision),
         "downgrade": (f"{stem}.down.sql", previous),

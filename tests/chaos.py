@@ -208,12 +208,13 @@ async def _run(server, stores, result: ChaosResult, clients: int, seconds: float
 
 
 def _judge_recovery(result: ChaosResult, calls: list[Call], clients: int) -> None:
+    by_end = sorted(calls, key=lambda call: call.ended)
     for index, (_event, _began, accepting) in enumerate(result.outages):
         next_outage = result.outages[index + 1][1] if index + 1 < len(result.outages) else float("inf")
         window = [call for call in calls if accepting <= call.started and call.ended < next_outage]
         result.failed_after_recovery += [call.description for call in window if not call.ok]
         for number in range(clients):
-            first = next((call for call in sorted(calls, key=lambda c: c.ended)
+            first = next((call for call in by_end
                           if call.client == number and call.ok and call.ended >= accepting), None)
             if first is not None and first.ended < next_outage:
                 result.recoveries_ms.append((first.ended - accepting) * 1000)

@@ -192,9 +192,9 @@ def test_an_owner_who_is_not_a_superuser_migrates_from_0006_and_installs_by_hand
     library is loaded in the session.
     """
     import secrets
-    from urllib.parse import parse_qs, urlparse
+    from urllib.parse import urlparse
 
-    from conftest import dsn_for
+    from test_least_privilege import as_role
 
     owner = f"owner_{secrets.token_hex(4)}"
     admin_dsn = server_dsn(f"mig_{owner}")
@@ -208,8 +208,7 @@ def test_an_owner_who_is_not_a_superuser_migrates_from_0006_and_installs_by_hand
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute(f'alter database "{database}" owner to {owner}')
                 conn.execute("create extension vector")
-            query = parse_qs(urlparse(url).query)
-            urls.append(dsn_for(query["host"][0], query["port"][0], owner, database))
+            urls.append(as_role(url, owner))
         migrated, by_hand = urls
         config = SchemaConfig(dimensions=dimensions)
         migrate(migrated, config, "0006")

@@ -17,7 +17,6 @@ import psycopg
 import pytest
 from prism_memory import (
     InvalidScopeError,
-    Scope,
     StoreError,
     TenantAccessDeniedError,
     create_hash_embedder,
@@ -195,7 +194,6 @@ def test_scope_is_not_a_tenant_binding(pg_dsn, role):
         with pytest.raises(psycopg.Error) as raised:
             conn.execute("select prism_memory.count_entries_v1('acme-corp', 'user', 'main')")
         assert raised.value.sqlstate == "PM016"
-    assert Scope  # imported for readers of the scope rules
 
 
 def test_a_member_of_a_bound_group_is_bound_whether_it_inherits_or_sets_the_role(pg_dsn, role):
