@@ -6,6 +6,7 @@ schema, and an advisory lock serialises concurrent migrators of one database.
 """
 
 from alembic import context
+from prism_memory import citus
 from prism_memory.schema import SchemaConfig, quote_identifier, sqlalchemy_url
 from sqlalchemy import create_engine, pool, text
 
@@ -40,6 +41,14 @@ def run_migrations_online() -> None:
             # (hnsw.*) can be created by an owner who is not a superuser.
             connection.execute(text(_LOAD_PGVECTOR))
             connection.execute(text(f"create schema if not exists {quote_identifier(schema_config.schema)}"))
+            # On a Citus coordinator, an install not yet distributed stays local while it migrates
+            # (Citus would propagate each function at once, and refuses some function DDL for
+            # propagated ones); citus.distribute() sends everything to the workers afterwards. A
+            # distributed install migrates with propagation on, so its shards follow every change.
+            raw = connection.connection.driver_connection
+            distributed = citus.is_distributed(raw, schema_config)
+            if citus.has_citus(raw) and not distributed:
+                connection.execute(text("set local citus.enable_ddl_propagation = off"))
             context.configure(
                 connection=connection,
                 version_table="alembic_version",
@@ -48,6 +57,9 @@ def run_migrations_online() -> None:
             )
             context.run_migrations(schema_config=schema_config)
     engine.dispose()
+    if distributed:
+        # A migration may drop and re-create functions: each loses its delegation.
+        citus.distribute(config.attributes["dsn"], schema_config)
 
 
 if context.is_offline_mode():

@@ -1,0 +1,149 @@
+"""Distributing an install over a Citus cluster (docs/scaling.md).
+
+:func:`distribute` turns a migrated install on a Citus coordinator into a
+tenant-sharded one: every tenant table is distributed by ``tenant_id``,
+colocated with the entries table, so one tenant's rows of every table live in
+one shard group on one node; the tenant-binding table becomes a reference
+table (every node reads it locally); and every function of the schema is
+propagated to every node, each API function delegated by its first argument
+(the tenant) with ``force_delegation``, so a call runs whole on the node that
+holds the tenant, its per-thread advisory locks included, in or out of an
+explicit transaction.
+
+It is idempotent: a table already distributed is left alone, and every
+function is re-sent to the workers and re-delegated, which is what a
+migration needs afterwards (a dropped and re-created function loses its
+delegation). :func:`prism_memory.schema.migrate` (and ``alembic upgrade``,
+through ``alembic/env.py``) re-applies it after every migration of a
+distributed install.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import ConfigurationError, SchemaVersionError
+from .operations import API_FUNCTIONS
+
+#: The tables distributed by tenant_id (``SchemaConfig.names`` keys), the entries table first: the
+#: others are colocated with it.
+DISTRIBUTED_TABLES: tuple[str, ...] = (
+    "entries",
+    "working",
+    "invalidation",
+    "share_grant",
+    "rag_chunk",
+    "rag_source_acl",
+    "rag_source_version",
+    "rag_scope_generations",
+)
+#: Replicated to every node: tenant_access_v1 reads it wherever the call runs.
+REFERENCE_TABLES: tuple[str, ...] = ("tenant_binding",)
+#: API functions that take no tenant, so run where they are called.
+UNDELEGATED_FUNCTIONS: frozenset[str] = frozenset({"install_info_v1"})
+
+
+@dataclass(frozen=True, slots=True)
+class Distribution:
+    """What :func:`distribute` did.
+
+    ``tables_distributed``: tables it distributed now (empty when all already
+    were); ``functions_delegated``: API functions delegated by their tenant;
+    ``functions_propagated``: every other function of the schema, sent to
+    every node.
+    """
+
+    tables_distributed: tuple[str, ...]
+    functions_delegated: int
+    functions_propagated: int
+
+
+def has_citus(conn) -> bool:
+    """Whether the citus extension is installed in the connected database."""
+    return conn.execute("select exists (select 1 from pg_catalog.pg_extension where extname = 'citus')").fetchone()[0]
+
+
+def is_distributed(conn, config) -> bool:
+    """Whether ``config``'s entries table is a Citus distributed table here (False without citus)."""
+    if not has_citus(conn):
+        return False
+    return conn.execute(
+        "select exists (select 1 from pg_catalog.pg_dist_partition where logicalrelid = pg_catalog.to_regclass(%s))",
+        (config.names["entries"],),
+    ).fetchone()[0]
+
+
+def distribute(dsn: str, config=None, *, shard_count: int | None = None) -> Distribution:
+    """Distribute the install at ``dsn`` (a Citus coordinator) by tenant, and delegate its API (blocking).
+
+    Run it as the schema owner, after :func:`prism_memory.schema.migrate`,
+    with the workers already added (``citus_add_node``). ``shard_count``
+    applies to tables distributed now (default: ``citus.shard_count``).
+
+    Raises :class:`ConfigurationError` when the database has no citus
+    extension, when the install has tenant-bound roles (role OIDs differ from
+    node to node, so a binding cannot follow a role there: docs/scaling.md),
+    or when Citus refuses a step; :class:`SchemaVersionError` when the
+    install is not at this package's revision.
+    """
+    import psycopg
+    from psycopg import sql
+
+    from .schema import SCHEMA_VERSION, SchemaConfig
+
+    config = config or SchemaConfig()
+    names = config.names
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            if not has_citus(conn):
+                raise ConfigurationError(
+                    "this database has no citus extension: distribute() needs a Citus coordinator "
+                    "(create extension citus, then add the workers)")
+            version = conn.execute(
+                sql.SQL("select max(version_num) from {}.alembic_version").format(sql.Identifier(config.schema))
+            ).fetchone()[0]
+            if version is None or int(version) != SCHEMA_VERSION:
+                raise SchemaVersionError(
+                    f"schema {config.schema!r} is at revision {version}, not {SCHEMA_VERSION}: migrate it first")
+            if conn.execute(sql.SQL("select exists (select 1 from {})").format(sql.SQL(names["tenant_binding"]))).fetchone()[0]:
+                raise ConfigurationError(
+                    "this install has tenant-bound roles; bindings are kept by role OID, which differs from node to node, "
+                    "so they cannot be distributed (revoke them with grant_app_role/revoke_app_role first)")
+            done = {row[0] for row in conn.execute("select logicalrelid::text from pg_catalog.pg_dist_partition")}
+            distributed: list[str] = []
+            for key in REFERENCE_TABLES:
+                if _regclass_text(conn, names[key]) not in done:
+                    conn.execute("select create_reference_table(%s)", (names[key],))
+                    distributed.append(names[key])
+            for key in DISTRIBUTED_TABLES:
+                if _regclass_text(conn, names[key]) in done:
+                    continue
+                conn.execute(
+                    "select create_distributed_table(%s, 'tenant_id', colocate_with => %s, shard_count => %s)",
+                    (names[key], "default" if key == "entries" else names["entries"], shard_count),
+                )
+                distributed.append(names[key])
+            delegated = propagated = 0
+            api = {name for name, _ in API_FUNCTIONS} - UNDELEGATED_FUNCTIONS
+            functions = conn.execute(
+                "select p.oid::regprocedure::text, p.proname from pg_catalog.pg_proc p "
+                "where p.pronamespace = pg_catalog.to_regnamespace(%s) order by p.oid",
+                (names["schema"],),
+            ).fetchall()
+            for signature, name in functions:
+                if name in api:
+                    conn.execute(
+                        "select create_distributed_function(%s, '$1', colocate_with => %s, force_delegation => true)",
+                        (signature, names["entries"]),
+                    )
+                    delegated += 1
+                else:
+                    conn.execute("select create_distributed_function(%s)", (signature,))
+                    propagated += 1
+    except psycopg.Error as error:
+        raise ConfigurationError(f"Citus refused to distribute the install: {error}") from error
+    return Distribution(tuple(distributed), delegated, propagated)
+
+
+def _regclass_text(conn, name: str) -> str:
+    return conn.execute("select pg_catalog.to_regclass(%s)::text", (name,)).fetchone()[0]
