@@ -5,7 +5,8 @@
 -- Path: how many candidates there are decides. Without a filter they are
 -- counted through the scope (or, for an ACL reader of at most 100 sources,
 -- the source) index, up to 2000; with a filter the planner's estimate is
--- taken (jsonb @> is estimated from the column statistics); a reader of more
+-- taken (jsonb @> is estimated from the column statistics; where Citus is
+-- loaded they are counted with the filter, up to 2000); a reader of more
 -- than 100 sources counts as many. Fewer than 2000 are ranked exactly, which
 -- costs less than an HNSW search. More are read through HNSW (pinned
 -- installs) with pgvector's iterative scan and re-scored exactly; if HNSW
@@ -48,12 +49,14 @@ begin
     v_narrow := cardinality(v_sources) <= 100;
   end if;
 
-  if v_filter is not null and (not p_acl or v_narrow) then
+  if v_filter is not null and (not p_acl or v_narrow) and current_setting('citus.version', true) is null then
     v_candidates := rag_estimate_candidates_v1(p_tenant_id, p_scope, v_generation, v_filter,
                                                case when v_narrow then v_sources end);
   elsif not p_acl or v_narrow then
+    -- Counted, filter included where Citus is loaded: an EXPLAIN inside a
+    -- delegated call breaks the transaction's next statement there.
     execute 'select count(*)::integer from (select 1 from {{rag_chunk}} c where '
-            || rag_where_v1(false, false, v_narrow) || ' limit 2000) x'
+            || rag_where_v1(v_filter is not null, false, v_narrow) || ' limit 2000) x'
       into v_candidates
       using p_tenant_id, p_scope, v_generation, v_filter, p_principal_id, p_group_ids, v_sources;
   end if;

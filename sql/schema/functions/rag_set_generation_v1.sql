@@ -15,7 +15,7 @@ begin
   perform rag_assert_generation_v1(p_generation);
   insert into {{rag_scope_generations}} as g (tenant_id, scope, generation, updated_at)
   values (p_tenant_id, p_scope, p_generation, now())
-  on conflict (tenant_id, scope) do update set generation = excluded.generation, updated_at = now();
+  on conflict (tenant_id, scope) do update set generation = excluded.generation, updated_at = excluded.updated_at;
   return p_generation;
 end;
 $$;

@@ -86,7 +86,7 @@ begin
          as c(id, source_id, text, embedding, metadata, access_version)
   on conflict (tenant_id, scope, generation, id) do update
     set source_id = excluded.source_id, text = excluded.text, metadata = excluded.metadata,
-        embedding = excluded.embedding, access_version = excluded.access_version, updated_at = now();
+        embedding = excluded.embedding, access_version = excluded.access_version, updated_at = excluded.updated_at;
   return v_count;
 end;
 $$;

@@ -31,9 +31,10 @@
 -- (or of another width) when p_share_parent_thread_id is set.
 --
 -- Plan: one cached generic plan (planning per call costs more than the scan
--- of a thread). Plain index scans and merge joins are off, so the thread is
+-- of a thread), except where Citus is loaded, which routes custom plans only. Plain index scans and merge joins are off, so the thread is
 -- read by a bitmap scan and the tombstones are hashed; hits and adjacent rows
--- are joined back to their entries by ctid (the row scored, same snapshot).
+-- are joined back to their entries by tenant and ctid (the row scored, same
+-- snapshot; ctids repeat across a distributed table's shards).
 -- A plain recall (no scoring, grants, adjacency or explain) takes a shorter
 -- statement. Errors: PM001 scope, PM005 top_k (1..32) or message_range
 -- (0..4), PM006 a query over 64 KiB, PM008 a blank query, PM003/PM004 the
@@ -66,6 +67,11 @@ declare
   v_any_term tsquery := (select string_agg(quote_literal(term), ' | ')::tsquery from unnest(v_terms) as term);
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
+  if current_setting('citus.version', true) is not null then
+    -- Under Citus a generic plan cannot be routed to the tenant's shard: plan
+    -- each call (the function's SET restores the generic mode on return).
+    perform set_config('plan_cache_mode', 'force_custom_plan', true);
+  end if;
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
   if p_top_k is null or p_top_k < 1 or p_top_k > 32 then
     raise exception 'top_k must be between 1 and 32, got %', p_top_k using errcode = 'PM005';
@@ -114,7 +120,7 @@ begin
                   offset 0) as s  -- each row's distance and lexical score computed once
             order by score desc, s.sequence asc, s.id collate "C" asc
             limit p_top_k) as h
-      join {{entries}} e on e.ctid = h.row_id  -- the row scored above, in this statement's snapshot
+      join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = h.row_id  -- the row scored above, in this snapshot
       order by 2;
     return;
   end if;
@@ -238,7 +244,7 @@ begin
            case when p.kind = 'hit' then p.importance else e.importance end,
            p.similarity, p.lexical, p.recency, p.score, e.created_at, e.updated_at
     from picked p
-    join {{entries}} e on e.ctid = p.row_id  -- the row scored above, in this statement's snapshot
+    join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = p.row_id  -- the row scored above, in this snapshot
     union all
     select 'gate'::text, coalesce(n.removed, 0)::integer, null::text, null::text, g.gate, null::text,
            null::jsonb, null::bigint, null::float8, null::float8, null::float8, null::float8, null::float8,

@@ -131,7 +131,7 @@ begin
         sequence = excluded.sequence, importance = excluded.importance,
         consent_source = excluded.consent_source, consent_scope = excluded.consent_scope,
         consent_visible = excluded.consent_visible, consent_granted_at = excluded.consent_granted_at,
-        consent_revoked_at = excluded.consent_revoked_at, updated_at = p_now;
+        consent_revoked_at = excluded.consent_revoked_at, updated_at = excluded.updated_at;
   perform unshare_v1(p_tenant_id, p_resource_id, p_thread_id, p_ids);
 
   -- A written entry is invalidated exactly when one of its lineage sources is;

@@ -1,12 +1,13 @@
 -- Tombstones each of p_ids (that has none) whose metadata._lineage names a
 -- source that is tombstoned, revoked, invisible or held: "multi-source facts
--- stay injectable only if none of their sources are invalidated".
+-- stay injectable only if none of their sources are invalidated". (A string
+-- body, not BEGIN ATOMIC: Citus propagates only string bodies to workers.)
 create or replace function {{schema}}.tombstone_from_sources_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_ids text[], p_now timestamptz)
 returns void
 language sql volatile
 set search_path from current
-begin atomic
+as $$
   insert into {{invalidation}}
     (tenant_id, resource_id, thread_id, entry_id, reason, source_entry_id, sequence, created_at)
   select p_tenant_id, p_resource_id, p_thread_id, e.id, 'source-invalidated', min(source.id), e.sequence, p_now
@@ -23,4 +24,4 @@ begin atomic
                       and (not x.consent_visible or x.consent_revoked_at is not null or x.legal_hold)))
   group by e.id, e.sequence
   on conflict do nothing;
-end;
+$$;
