@@ -309,6 +309,22 @@ async def cmd_role(args: argparse.Namespace, out: Console, status: Console) -> N
         out.print(f"role {args.role}: no tenant binding (trusted with every tenant it is granted)", markup=False)
 
 
+async def cmd_distribute(args: argparse.Namespace, out: Console, status: Console) -> None:
+    """Distribute a migrated install over a Citus cluster by tenant (docs/scaling.md)."""
+    from .citus import distribute
+    from .schema import SchemaConfig
+
+    if args.backend == "memory":
+        raise UsageError("distribute needs a Citus coordinator: use the postgres backend with --dsn")
+    if not args.dsn:
+        raise UsageError("distribute needs --dsn, the URL of a Citus coordinator with its workers added")
+    config = SchemaConfig(args.schema, args.table, args.dimensions)
+    done = await asyncio.to_thread(distribute, args.dsn, config, shard_count=args.shard_count)
+    tables = ", ".join(done.tables_distributed) if done.tables_distributed else "none (all were)"
+    out.print(f"distributed now: {tables}; API functions delegated by tenant: {done.functions_delegated}; "
+              f"other functions on every node: {done.functions_propagated}", markup=False)
+
+
 async def cmd_server(args: argparse.Namespace, out: Console, status: Console) -> None:
     """``server url`` / ``server stop``: the embedded server's URL (starting it), or stop it."""
     from .embedded import default_data_dir, embedded_dsn, stop_embedded_server
@@ -449,6 +465,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("role", metavar="ROLE")
     sub = command("show", cmd_role, "print the tenants ROLE is bound to", into=actions)
     sub.add_argument("role", metavar="ROLE")
+
+    sub = command("distribute", cmd_distribute,
+                  "distribute the install over a Citus cluster by tenant and delegate its API (idempotent)")
+    sub.add_argument("--shard-count", type=int, default=None, metavar="N",
+                     help="shards per table distributed now (default: citus.shard_count)")
 
     server = commands.add_parser("server", help="the embedded PostgreSQL", description="the embedded PostgreSQL")
     actions = server.add_subparsers(dest="action", required=True, metavar="ACTION")

@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from . import sql_source
-from .errors import InvalidIdentifierError, InvalidScopeError, LimitExceededError
+from . import citus, sql_source
+from .errors import ConfigurationError, InvalidIdentifierError, InvalidScopeError, LimitExceededError
 from .lexical import stopwords_sql_literal
 from .operations import API_FUNCTIONS
 
@@ -284,7 +284,9 @@ def grant_app_role(dsn: str, role: str, config: SchemaConfig | None = None, tena
     plain identifier, or that is ``public`` or a predefined ``pg_*`` role;
     :class:`InvalidScopeError` for an empty ``tenants`` list or a blank tenant
     id (or one over 256 bytes); :class:`StoreError` when the role does not
-    exist (or the grants fail); warns when the functions' owner is a superuser.
+    exist (or the grants fail); :class:`ConfigurationError` for ``tenants`` on
+    a Citus-distributed install (:mod:`prism_memory.citus`); warns when the
+    functions' owner is a superuser.
     """
     from psycopg import sql
 
@@ -292,6 +294,10 @@ def grant_app_role(dsn: str, role: str, config: SchemaConfig | None = None, tena
     grantee = sql.Identifier(_app_role(role))
     bound = None if tenants is None else _tenant_ids(tenants)
     with _owner_transaction(dsn, config) as conn:
+        if bound is not None and citus.is_distributed(conn, config):
+            raise ConfigurationError(
+                "tenant-bound roles are not supported on a Citus-distributed install: bindings are kept by role OID, "
+                "which differs from node to node (docs/scaling.md)")
         owner_is_superuser = conn.execute(
             "select r.rolsuper from pg_proc p join pg_roles r on r.oid = p.proowner "
             "where p.pronamespace = (select oid from pg_namespace where nspname = %s) and p.proname = 'recall_v2'",

@@ -1,0 +1,105 @@
+"""Citus against plain PostgreSQL: recall, remember and update_working latency in one run.
+
+Installs the same data into a throw-away schema on each engine: on the Citus
+coordinator (``--citus-url``, default ``$PRISM_TEST_CITUS_URL``; workers
+already added) the install is distributed by tenant with
+``prism_memory.citus.distribute``; the plain engine is ``--plain-url`` or a
+throw-away embedded server. The data is ``bench/latency.py``'s: one main
+thread of ``--entries`` seeded synthetic entries plus ``--other-threads``
+threads over five tenants, embedded with the hash embedder. Then, from the
+client, it times ``--runs`` calls of each (after warm-up): ``recall`` (top_k=8)
+on the main thread, ``remember`` of one entry, and ``update_working``.
+
+    .venv/bin/python bench/citus.py [--citus-url URL] [--plain-url URL] [--entries 1000] [--runs 300]
+
+Goal (issue 14): Citus recall p50 at most 1.5x plain. The last stdout line
+is a JSON object; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import time
+
+import numpy as np
+from prism_memory import Scope, create_hash_embedder, create_postgres_memory_stores
+from prism_memory.citus import distribute
+from prism_memory.schema import SchemaConfig, migrate
+from prism_memory.types import EntryRecord
+
+from _common import check_local, emit, local_postgres, log, scratch_schema
+from latency import QUESTIONS, build_threads, fill, ingest
+
+DIMENSIONS = 64
+
+
+async def measure(dsn: str, schema: str, citus: bool, args: argparse.Namespace) -> dict[str, float]:
+    """Install, load and time one engine; returns p50/p95 in ms per operation."""
+    config = SchemaConfig(schema, dimensions=DIMENSIONS)
+    await asyncio.to_thread(migrate, dsn, config)
+    if citus:
+        await asyncio.to_thread(distribute, dsn, config)
+    embedder = create_hash_embedder(DIMENSIONS)
+    threads = build_threads(args, embedder)
+    stores = await create_postgres_memory_stores(dsn, schema=schema, dimensions=DIMENSIONS, skip_migrations=True)
+    try:
+        seconds = await ingest(stores, threads)
+        log(f"{'citus' if citus else 'plain'}: loaded {sum(len(r) for _, r in threads)} entries in {seconds:.1f} s")
+        rng = random.Random(args.seed)
+        main = threads[0][0]
+        queries = [(text, embedder.embed_one(text)) for text in (fill(rng.choice(QUESTIONS), rng) for _ in range(64))]
+        timings: dict[str, list[float]] = {"recall": [], "remember": [], "update_working": []}
+        for n in range(args.warmup + args.runs):
+            text, vector = queries[n % len(queries)]
+            calls = {
+                "recall": lambda: stores.vector_store.recall(main, vector, text, 8, 0),
+                "remember": lambda: stores.vector_store.remember(
+                    main, [EntryRecord(f"bench-{n}", text, vector, {}, None, None)]),
+                "update_working": lambda: stores.working_store.update_working(main, {"turn": n, "last": text}, None),
+            }
+            for name, call in calls.items():
+                started = time.perf_counter()
+                await call()
+                if n >= args.warmup:
+                    timings[name].append((time.perf_counter() - started) * 1000)
+    finally:
+        await stores.close()
+    result = {}
+    for name, values in timings.items():
+        result[f"{name}_p50_ms"] = round(float(np.percentile(values, 50)), 3)
+        result[f"{name}_p95_ms"] = round(float(np.percentile(values, 95)), 3)
+    return result
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--citus-url", default=os.environ.get("PRISM_TEST_CITUS_URL"),
+                        help="a Citus coordinator with workers added (default: $PRISM_TEST_CITUS_URL)")
+    parser.add_argument("--plain-url", default=None, help="plain PostgreSQL (default: a throw-away embedded server)")
+    parser.add_argument("--entries", type=int, default=1000)
+    parser.add_argument("--other-threads", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    if not args.citus_url:
+        raise SystemExit("bench/citus.py needs --citus-url or $PRISM_TEST_CITUS_URL (a coordinator with workers)")
+    citus_url = check_local(args.citus_url)
+    result: dict[str, object] = {"entries": args.entries, "runs": args.runs}
+    with scratch_schema(citus_url, "bench_citus") as schema:
+        figures = await measure(citus_url, schema, True, args)
+    result.update({f"citus_{key}": value for key, value in figures.items()})
+    with local_postgres(args.plain_url) as plain_url, scratch_schema(plain_url, "bench_plain") as schema:
+        figures = await measure(plain_url, schema, False, args)
+    result.update({f"plain_{key}": value for key, value in figures.items()})
+    for name in ("recall", "remember", "update_working"):
+        result[f"{name}_ratio"] = round(result[f"citus_{name}_p50_ms"] / result[f"plain_{name}_p50_ms"], 2)
+    result["goal_recall_ratio_at_most"] = 1.5
+    emit(result)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
