@@ -3,6 +3,7 @@
 {{pin_search_path}}
 
 \ir ../schema/functions/install_info_v1.sql
+drop function {{schema}}.citus_installed_v1();
 \ir ../schema/functions/rag_query_v1.sql
 \ir ../schema/functions/rag_set_generation_v1.sql
 \ir ../schema/functions/rag_upsert_v1.sql

@@ -5,17 +5,19 @@
 -- * no parameter or now() in ON CONFLICT DO UPDATE (Citus refuses them):
 --   remember_v1, rag_upsert_v1 and rag_set_generation_v1 take excluded's
 --   stamp; update_working_v1 updates the locked record, else inserts;
+-- * citus_installed_v1 (new) tells the bodies they may run under Citus;
 -- * recall_v2 joins its hits back by tenant and ctid (ctids repeat across
 --   shards: without the tenant it read other tenants' rows), and plans each
---   call where Citus is loaded (a generic plan cannot be routed);
--- * rag_query_v1 counts filtered candidates where Citus is loaded (an
---   EXPLAIN inside a delegated call breaks the next statement);
+--   call under Citus (a generic plan cannot be routed);
+-- * rag_query_v1 counts filtered candidates under Citus (an EXPLAIN
+--   inside a delegated call breaks the next statement);
 -- * tombstone_from_sources_v1 has a string body (Citus propagates no
 --   BEGIN ATOMIC body to workers).
 
 {{pin_search_path}}
 
 \ir ../schema/functions/install_info_v1.sql
+\ir ../schema/functions/citus_installed_v1.sql
 \ir ../schema/functions/rag_query_v1.sql
 \ir ../schema/functions/rag_set_generation_v1.sql
 \ir ../schema/functions/rag_upsert_v1.sql
@@ -23,5 +25,7 @@
 \ir ../schema/functions/remember_v1.sql
 \ir ../schema/functions/tombstone_from_sources_v1.sql
 \ir ../schema/functions/update_working_v1.sql
+revoke execute on all functions in schema {{schema}} from public;
+grant execute on function {{schema}}.install_info_v1() to public;
 
 reset search_path;

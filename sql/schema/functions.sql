@@ -5,6 +5,7 @@
 \ir functions/install_info_v1.sql
 \ir functions/tenant_access_v1.sql
 \ir functions/is_blank_v1.sql
+\ir functions/citus_installed_v1.sql
 \ir functions/assert_scope_v1.sql
 \ir functions/assert_embedding_v1.sql
 \ir functions/assert_dimensions_v1.sql

@@ -5,8 +5,8 @@
 -- Path: how many candidates there are decides. Without a filter they are
 -- counted through the scope (or, for an ACL reader of at most 100 sources,
 -- the source) index, up to 2000; with a filter the planner's estimate is
--- taken (jsonb @> is estimated from the column statistics; where Citus is
--- loaded they are counted with the filter, up to 2000); a reader of more
+-- taken (jsonb @> is estimated from the column statistics; under Citus
+-- they are counted with the filter, up to 2000); a reader of more
 -- than 100 sources counts as many. Fewer than 2000 are ranked exactly, which
 -- costs less than an HNSW search. More are read through HNSW (pinned
 -- installs) with pgvector's iterative scan and re-scored exactly; if HNSW
@@ -49,11 +49,11 @@ begin
     v_narrow := cardinality(v_sources) <= 100;
   end if;
 
-  if v_filter is not null and (not p_acl or v_narrow) and current_setting('citus.version', true) is null then
+  if v_filter is not null and (not p_acl or v_narrow) and not citus_installed_v1() then
     v_candidates := rag_estimate_candidates_v1(p_tenant_id, p_scope, v_generation, v_filter,
                                                case when v_narrow then v_sources end);
   elsif not p_acl or v_narrow then
-    -- Counted, filter included where Citus is loaded: an EXPLAIN inside a
+    -- Counted, filter included under Citus: an EXPLAIN inside a
     -- delegated call breaks the transaction's next statement there.
     execute 'select count(*)::integer from (select 1 from {{rag_chunk}} c where '
             || rag_where_v1(v_filter is not null, false, v_narrow) || ' limit 2000) x'

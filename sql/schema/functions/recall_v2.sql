@@ -31,7 +31,7 @@
 -- (or of another width) when p_share_parent_thread_id is set.
 --
 -- Plan: one cached generic plan (planning per call costs more than the scan
--- of a thread), except where Citus is loaded, which routes custom plans only. Plain index scans and merge joins are off, so the thread is
+-- of a thread), except under Citus, which routes custom plans only. Plain index scans and merge joins are off, so the thread is
 -- read by a bitmap scan and the tombstones are hashed; hits and adjacent rows
 -- are joined back to their entries by tenant and ctid (the row scored, same
 -- snapshot; ctids repeat across a distributed table's shards).
@@ -67,7 +67,7 @@ declare
   v_any_term tsquery := (select string_agg(quote_literal(term), ' | ')::tsquery from unnest(v_terms) as term);
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
-  if current_setting('citus.version', true) is not null then
+  if citus_installed_v1() then
     -- Under Citus a generic plan cannot be routed to the tenant's shard: plan
     -- each call (the function's SET restores the generic mode on return).
     perform set_config('plan_cache_mode', 'force_custom_plan', true);
