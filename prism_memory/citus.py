@@ -39,6 +39,8 @@ DISTRIBUTED_TABLES: tuple[str, ...] = (
 )
 #: Replicated to every node: tenant_access_v1 reads it wherever the call runs.
 REFERENCE_TABLES: tuple[str, ...] = ("tenant_binding",)
+#: The first schema revision whose bodies run on Citus (0009); a distributed install never goes below it.
+FIRST_REVISION = 9
 #: API functions that take no tenant, so run where they are called.
 UNDELEGATED_FUNCTIONS: frozenset[str] = frozenset({"install_info_v1"})
 

@@ -1,0 +1,249 @@
+"""Distribution over Citus (prism_memory.citus, docs/scaling.md).
+
+On plain PostgreSQL: distribute() and ``prism-memory distribute`` refuse a
+database without the citus extension, and the bodies take their plain paths.
+On the Citus lane (``PRISM_TEST_CITUS_URL``; ``pg_dsn`` is then the shared
+distributed install): the install is distributed, colocated and delegated,
+every function is the same on every node, the chain of migrations keeps it
+so, each API call runs as one single-shard statement on the coordinator and
+no statement anywhere touches more than one shard, and neither a NULL tenant
+from a role without the grant nor a tenant binding can be used against it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from datetime import datetime
+from urllib.parse import urlparse, urlunparse
+
+import psycopg
+import pytest
+from prism_memory import ConfigurationError
+from prism_memory.citus import DISTRIBUTED_TABLES, FIRST_REVISION, REFERENCE_TABLES, UNDELEGATED_FUNCTIONS, distribute
+from prism_memory.cli import main as cli_main
+from prism_memory.operations import API_FUNCTIONS
+from prism_memory.schema import REVISIONS, downgrade, grant_app_role, migrate
+
+from conftest import TEST_CONFIG, TEST_DIMENSIONS
+
+CITUS = bool(os.environ.get("PRISM_TEST_CITUS_URL"))
+citus_only = pytest.mark.skipif(not CITUS, reason="needs a Citus coordinator: set PRISM_TEST_CITUS_URL (the Citus lane)")
+plain_only = pytest.mark.skipif(CITUS, reason="the plain-PostgreSQL side of distribution; the Citus lane checks the other")
+
+NAMES = TEST_CONFIG.names
+VECTOR = "[" + ",".join(["0.125"] * TEST_DIMENSIONS) + "]"
+#: One call of every API function but install_info_v1, for tenant %(t)s (named arguments, defaults elsewhere).
+API_CALLS: dict[str, str] = {
+    "update_working_v1": "update_working_v1(%(t)s, 'res-c', 'th-c', '{\"a\": 1}')",
+    "get_working_v1": "get_working_v1(%(t)s, 'res-c', 'th-c')",
+    "remember_v1": "remember_v1(%(t)s, 'res-c', 'th-c', array['c1', 'c2', 'c3'], "
+                   "array['alpha beta', 'gamma delta', 'alpha derived'], array[%(v)s, %(v)s, %(v)s]::vector[], "
+                   "array['{}', '{}', '{\"_lineage\": {\"sourceIds\": [\"c1\"]}}']::jsonb[])",
+    "remember_batch_v1": "remember_batch_v1(%(t)s, array['res-c'], array['th-d'], array['d1'], array['epsilon'], "
+                         "array[%(v)s]::vector[])",
+    "recall_v2": "recall_v2(%(t)s, 'res-c', 'th-c', %(v)s::vector, 'alpha', p_message_range => 1, "
+                 "p_recency_weight => 0.2, p_half_life_ms => 1000, p_explain => true)",
+    "share_with_v1": "share_with_v1(%(t)s, 'res-c', 'th-c', 'res-c', 'th-child', array['c1'])",
+    "set_consent_v1": "set_consent_v1(%(t)s, 'res-c', 'th-c', 'c2', p_visible => true, p_source => 'user', "
+                      "p_scope => 'thread')",
+    "correct_v2": "correct_v2(%(t)s, 'res-c', 'th-c', 'c2', 'gamma corrected', %(v)s::vector)",
+    "list_entries_v1": "list_entries_v1(%(t)s, 'res-c', 'th-c')",
+    "count_entries_v1": "count_entries_v1(%(t)s, 'res-c', 'th-c')",
+    "reembed_v1": "reembed_v1(%(t)s, 'res-c', 'th-c', array['c1'], array['alpha beta'], array[%(v)s]::vector[])",
+    "invalidate_v1": "invalidate_v1(%(t)s, 'res-c', 'th-c', array['c1'], 'deleted')",
+    "retention_candidates_v1": "retention_candidates_v1(%(t)s, 'res-c', 'th-c', null, 1, 8)",
+    "purge_v1": "purge_v1(%(t)s, 'res-c', 'th-c', array['c1'])",
+    "rag_upsert_v1": "rag_upsert_v1(%(t)s, 'docs', array['k1', 'k2'], array['s1', 's1'], array['alpha chunk', 'beta chunk'], "
+                     "array[%(v)s, %(v)s]::vector[], array['{\"lang\": \"en\"}', '{}']::jsonb[], array[1, 1]::bigint[])",
+    "rag_set_source_access_v1": "rag_set_source_access_v1(%(t)s, 's1', array['p1'], array['g1'], 1)",
+    "rag_check_source_access_v1": "rag_check_source_access_v1(%(t)s, 's1', 'p1')",
+    "rag_query_v1": "rag_query_v1(%(t)s, 'docs', %(v)s::vector, 3, '{\"lang\": \"en\"}', true, 'p1')",
+    "rag_lexical_query_v1": "rag_lexical_query_v1(%(t)s, 'docs', 'alpha', 3)",
+    "rag_get_by_source_v1": "rag_get_by_source_v1(%(t)s, 'docs', 's1')",
+    "rag_get_generation_v1": "rag_get_generation_v1(%(t)s, 'docs')",
+    "rag_set_generation_v1": "rag_set_generation_v1(%(t)s, 'docs', 2)",
+    "rag_delete_v1": "rag_delete_v1(%(t)s, 'docs', p_source_id => 's1', p_generation => 0)",
+}
+
+
+def test_every_api_function_has_a_call_here():
+    assert set(API_CALLS) == {name for name, _ in API_FUNCTIONS} - UNDELEGATED_FUNCTIONS
+
+
+def run_api_calls(dsn: str, tenant: str) -> dict[str, list[tuple]]:
+    """Each of API_CALLS once for ``tenant``, in order, autocommit, shaped for delegation; rows per function."""
+    results = {}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name, call in API_CALLS.items():
+            results[name] = conn.execute(f"select * from prism_memory.{call}", {"t": tenant, "v": VECTOR}).fetchall()
+    return results
+
+
+@plain_only
+def test_distribute_refuses_a_database_without_citus(pg_dsn):
+    with pytest.raises(ConfigurationError, match="no citus extension"):
+        distribute(pg_dsn, TEST_CONFIG)
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute("select prism_memory.citus_installed_v1()").fetchone()[0] is False
+
+
+@plain_only
+def test_the_cli_refuses_to_distribute_without_a_dsn_or_citus(pg_dsn, capsys):
+    assert cli_main(["distribute"]) == 2
+    assert "needs --dsn" in capsys.readouterr().err
+    assert cli_main(["distribute", "--dsn", pg_dsn, "--dimensions", str(TEST_DIMENSIONS)]) != 0
+    assert "no citus extension" in capsys.readouterr().err
+
+
+@plain_only
+def test_every_api_call_answers_on_plain_postgres(pg_dsn):
+    """The same calls the Citus lane makes single-shard: each answers here (no Citus-only path is taken)."""
+    results = run_api_calls(pg_dsn, "acme")
+    assert [row[4] for row in results["recall_v2"] if row[0] == "hit"] == ["c1", "c3", "c2"]  # 'alpha' ties broken by sequence
+
+
+def catalog_state(dsn: str) -> dict:
+    """What Citus knows of the install: tables, colocation, delegation, and each node's function definitions."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        tables = {key: conn.execute(
+            "select partmethod::text || ':' || coalesce(column_to_column_name(logicalrelid, partkey), '') || ':' "
+            "|| colocationid from pg_dist_partition where logicalrelid = to_regclass(%s)", (NAMES[key],)).fetchone()
+            for key in DISTRIBUTED_TABLES + REFERENCE_TABLES}
+        functions = dict(conn.execute(
+            "select p.proname, coalesce(o.distribution_argument_index::text, '-') || ':' "
+            "|| coalesce(o.force_delegation::text, '-') || ':' || coalesce(o.colocationid::text, '-') "
+            "from pg_proc p left join pg_dist_object o on o.classid = 'pg_proc'::regclass and o.objid = p.oid "
+            "where p.pronamespace = 'prism_memory'::regnamespace").fetchall())
+        definitions = conn.execute(
+            "select result from run_command_on_all_nodes($$select md5(string_agg(p.proname || pg_get_functiondef(p.oid), "
+            "',' order by p.proname)) from pg_proc p where p.pronamespace = 'prism_memory'::regnamespace$$)").fetchall()
+    return {"tables": tables, "functions": functions, "definitions": {row[0] for row in definitions}}
+
+
+def assert_distributed_and_delegated(state: dict) -> None:
+    colocation = state["tables"]["entries"][0].split(":")[2]
+    for key in DISTRIBUTED_TABLES:
+        assert state["tables"][key] == (f"h:tenant_id:{colocation}",), key
+    for key in REFERENCE_TABLES:
+        assert state["tables"][key][0].startswith("n:"), key
+    api = {name for name, _ in API_FUNCTIONS} - UNDELEGATED_FUNCTIONS
+    for name, delegation in state["functions"].items():
+        if name in api:
+            assert delegation == f"0:true:{colocation}", name
+        else:
+            assert delegation.split(":")[0] == "-", name  # on every node, not delegated
+    assert len(state["definitions"]) == 1  # every node holds the coordinator's definitions
+
+
+@citus_only
+def test_the_install_is_distributed_colocated_and_delegated(pg_dsn):
+    assert_distributed_and_delegated(catalog_state(pg_dsn))
+    assert distribute(pg_dsn, TEST_CONFIG).tables_distributed == ()  # idempotent
+
+
+@citus_only
+def test_a_migration_delegates_again_what_it_re_creates(pg_dsn):
+    """A revision that drops and re-creates an API function leaves it undelegated; migrate() delegates it again."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        signature = "prism_memory.count_entries_v1(text, text, text)"
+        definition = conn.execute("select pg_get_functiondef(%s::regprocedure)", (signature,)).fetchone()[0]
+        conn.execute(f"drop function {signature}")
+        conn.execute(definition)
+        conn.execute("update prism_memory.alembic_version set version_num = %s", (REVISIONS[-2],))
+    assert catalog_state(pg_dsn)["functions"]["count_entries_v1"].startswith("-")  # Citus propagated, not delegated
+    migrate(pg_dsn, TEST_CONFIG)  # replays the newest revision, then distributes again
+    assert_distributed_and_delegated(catalog_state(pg_dsn))
+    with psycopg.connect(pg_dsn) as conn:  # the revision's grants hold again: no EXECUTE for PUBLIC
+        assert conn.execute("select has_function_privilege('public', %s, 'execute')", (signature,)).fetchone()[0] is False
+
+
+@citus_only
+def test_a_distributed_install_refuses_to_go_below_the_first_citus_revision(pg_dsn):
+    with pytest.raises(ConfigurationError, match="cannot be downgraded"):
+        downgrade(pg_dsn, TEST_CONFIG, f"{FIRST_REVISION - 1:04d}")
+    assert_distributed_and_delegated(catalog_state(pg_dsn))
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute("select version_num from prism_memory.alembic_version").fetchone()[0] == REVISIONS[-1]
+
+
+def counters(conn) -> list[tuple[int, int]]:
+    """(single-shard, multi-shard) executions on each node for this database, coordinator first."""
+    return [tuple(int(n) for n in row[0].split(","))
+            for row in conn.execute(
+                "select result from run_command_on_all_nodes($$select query_execution_single_shard || ',' || "
+                "query_execution_multi_shard from citus_stat_counters where name = current_database()$$) "
+                "order by nodeid").fetchall()]
+
+
+@citus_only
+def test_each_api_call_runs_as_one_single_shard_statement(pg_dsn):
+    dbname = urlparse(pg_dsn).path.lstrip("/")
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute("select run_command_on_all_nodes(format('alter database %%I set citus.enable_stat_counters = on', "
+                      "current_database()))")
+        try:
+            admin.execute("select citus_stat_counters_reset(oid) from pg_database where datname = %s", (dbname,))
+            admin.execute("select run_command_on_workers(format('select citus_stat_counters_reset(%%s)', "
+                          "(select oid from pg_database where datname = current_database())))")
+            before = counters(admin)
+            for tenant in ("acme", "acme-corp"):
+                run_api_calls(pg_dsn, tenant)
+            after = counters(admin)
+        finally:
+            admin.execute("select run_command_on_all_nodes(format('alter database %%I reset citus.enable_stat_counters', "
+                          "current_database()))")
+    coordinator = (after[0][0] - before[0][0], after[0][1] - before[0][1])
+    # Each call: one single-shard task on the coordinator (the delegated call), none multi-shard.
+    assert coordinator == (2 * len(API_CALLS), 0)
+    assert [a[1] - b[1] for a, b in zip(after, before)] == [0] * len(after)  # no multi-shard statement anywhere
+
+
+@citus_only
+def test_a_role_without_the_grant_cannot_reach_the_functions_with_a_null_tenant(pg_dsn):
+    """Citus crashes the coordinator on a delegated call whose tenant is NULL (citusdata/citus#7242), whatever
+    the caller's EXECUTE rights; a role without USAGE on the schema is stopped while the call is parsed."""
+    role = f"stranger_{secrets.token_hex(3)}"
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        started = admin.execute("select pg_postmaster_start_time()").fetchone()[0]
+        admin.execute(f"create role {role} login")
+    try:
+        parsed = urlparse(pg_dsn)
+        stranger = urlunparse(parsed._replace(netloc=f"{role}@{parsed.hostname}:{parsed.port}"))
+        with psycopg.connect(stranger, autocommit=True) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("select * from prism_memory.get_working_v1(null, 'res', 'th')")
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            assert admin.execute("select pg_postmaster_start_time()").fetchone()[0] == started  # no restart
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute(f"drop role {role}")
+
+
+@citus_only
+def test_a_tenant_binding_is_refused_on_a_distributed_install(pg_dsn):
+    role = f"bound_{secrets.token_hex(3)}"
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(f"create role {role} login")
+    try:
+        with pytest.raises(ConfigurationError, match="not supported on a Citus"):
+            grant_app_role(pg_dsn, role, TEST_CONFIG, tenants=["acme"])
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            assert admin.execute(f"select count(*) from {NAMES['tenant_binding']}").fetchone()[0] == 0
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute(f"drop owned by {role}")
+            admin.execute(f"drop role {role}")
+
+
+@citus_only
+def test_the_api_answers_as_on_plain_postgres(pg_dsn):
+    """The same calls, tenant by tenant (look-alike tenants), answer alike and never name the other tenant."""
+    first, second = run_api_calls(pg_dsn, "acme"), run_api_calls(pg_dsn, "acme-corp")
+    assert [row[4] for row in first["recall_v2"] if row[0] == "hit"] == ["c1", "c3", "c2"]
+
+    def stable(row: tuple) -> tuple:  # without timestamps and scores (recency moves with the clock)
+        return tuple(value for value in row if not isinstance(value, (float, datetime)))
+
+    for name in API_CALLS:
+        assert [stable(row) for row in first[name]] == [stable(row) for row in second[name]], name
+    assert "acme-corp" not in repr(first) and "acme" not in repr(second).replace("acme-corp", "")
