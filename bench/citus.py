@@ -25,7 +25,7 @@ import random
 import time
 
 import numpy as np
-from prism_memory import Scope, create_hash_embedder, create_postgres_memory_stores
+from prism_memory import create_hash_embedder, create_postgres_memory_stores
 from prism_memory.citus import distribute
 from prism_memory.schema import SchemaConfig, migrate
 from prism_memory.types import EntryRecord

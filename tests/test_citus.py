@@ -247,3 +247,34 @@ def test_the_api_answers_as_on_plain_postgres(pg_dsn):
     for name in API_CALLS:
         assert [stable(row) for row in first[name]] == [stable(row) for row in second[name]], name
     assert "acme-corp" not in repr(first) and "acme" not in repr(second).replace("acme-corp", "")
+
+
+async def test_a_null_tenant_never_leaves_the_client(pg_dsn):
+    """The package's own callers refuse a NULL tenant before sending anything (on Citus it would crash the
+    coordinator); the server keeps running."""
+    from prism_memory import InvalidScopeError, Scope, create_postgres_memory_stores
+    from prism_memory.types import EntryRecord, RagChunk
+
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        started = admin.execute("select pg_postmaster_start_time()").fetchone()[0]
+    stores = await create_postgres_memory_stores(pg_dsn, dimensions=TEST_DIMENSIONS, skip_migrations=True)
+    vector = [0.125] * TEST_DIMENSIONS
+    scope = Scope(None, "res", "th")  # type: ignore[arg-type]
+    calls = [
+        lambda: stores.working_store.get_working(scope),
+        lambda: stores.working_store.update_working(scope, {"a": 1}, None),
+        lambda: stores.vector_store.remember(scope, [EntryRecord("e1", "text", vector, {}, None, None)]),
+        lambda: stores.vector_store.recall(scope, vector, "text", 8, 0),
+        lambda: stores.vector_store.count_by_thread(scope),
+        lambda: stores.vector_store.upsert(None, "docs", [RagChunk("k1", "s1", "text", vector)]),
+        lambda: stores.vector_store.query(None, "docs", vector, top_k=3),
+        lambda: stores.vector_store.get_current_generation(None, "docs"),
+    ]
+    try:
+        for call in calls:
+            with pytest.raises(InvalidScopeError):
+                await call()
+    finally:
+        await stores.close()
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        assert admin.execute("select pg_postmaster_start_time()").fetchone()[0] == started
