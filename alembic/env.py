@@ -7,7 +7,6 @@ schema, and an advisory lock serialises concurrent migrators of one database.
 
 from alembic import context
 from prism_memory import citus
-from prism_memory.errors import ConfigurationError
 from prism_memory.schema import SchemaConfig, quote_identifier, sqlalchemy_url
 from sqlalchemy import create_engine, pool, text
 
@@ -40,15 +39,6 @@ def _revision(conn) -> str | None:
     return row[0] if row else None
 
 
-def _target() -> int:
-    """The revision this run moves to, as a number (head: the newest; base: 0; relative steps: 0, to be safe)."""
-    target = context.get_revision_argument()
-    target = target[0] if isinstance(target, tuple) else target
-    if target in ("head", "heads") or target is None:
-        return 1 << 30
-    return int(target) if str(target).isdigit() else 0
-
-
 def run_migrations_online() -> None:
     engine = create_engine(sqlalchemy_url(config.attributes["dsn"]), poolclass=pool.NullPool)
     with engine.connect() as connection:
@@ -67,10 +57,6 @@ def run_migrations_online() -> None:
             raw = connection.connection.driver_connection
             distributed = citus.is_distributed(raw, schema_config)
             before = _revision(raw)
-            if distributed and _target() < citus.FIRST_REVISION:
-                raise ConfigurationError(
-                    f"schema {schema_config.schema} is distributed over Citus: revisions before "
-                    f"{citus.FIRST_REVISION:04d} cannot run there, so it cannot be downgraded below it")
             if citus.has_citus(raw) and not distributed:
                 connection.execute(text("set local citus.enable_ddl_propagation = off"))
             context.configure(

@@ -101,6 +101,8 @@ def distribute(dsn: str, config=None, *, shard_count: int | None = None) -> Dist
                 raise ConfigurationError(
                     "this database has no citus extension: distribute() needs a Citus coordinator "
                     "(create extension citus, then add the workers)")
+            if conn.execute("select pg_catalog.to_regclass(%s) is null", (names["entries"],)).fetchone()[0]:
+                raise SchemaVersionError(f"schema {config.schema!r} holds no install here: migrate it first")
             version = conn.execute(
                 sql.SQL("select max(version_num) from {}.alembic_version").format(sql.Identifier(config.schema))
             ).fetchone()[0]
@@ -142,6 +144,12 @@ def distribute(dsn: str, config=None, *, shard_count: int | None = None) -> Dist
                 else:
                     conn.execute("select create_distributed_function(%s)", (signature,))
                     propagated += 1
+            # create_distributed_function re-creates a function on the workers with the default ACL
+            # (EXECUTE for PUBLIC) and then adds the coordinator's grants: take PUBLIC's away again, on
+            # every node (Citus propagates the revoke), as the revisions do.
+            schema = sql.Identifier(config.schema)
+            conn.execute(sql.SQL("revoke execute on all functions in schema {} from public").format(schema))
+            conn.execute(sql.SQL("grant execute on function {}.install_info_v1() to public").format(schema))
     except psycopg.Error as error:
         raise ConfigurationError(f"Citus refused to distribute the install: {error}") from error
     return Distribution(tuple(distributed), delegated, propagated)

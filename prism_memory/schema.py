@@ -182,22 +182,33 @@ def revision_steps(revision: str) -> tuple[Callable[..., None], Callable[..., No
     Each runs inside Alembic's migration transaction with the target
     :class:`SchemaConfig` (``schema_config=``, passed by ``alembic/env.py``).
     An upgrade runs the revision's SQL, then its vector-search part; a
-    downgrade reverts them in the opposite order.
+    downgrade reverts them in the opposite order. A downgrade of revision
+    :data:`prism_memory.citus.FIRST_REVISION` or older raises
+    :class:`ConfigurationError` on a Citus-distributed install (the
+    transaction rolls back: nothing is undone).
     """
 
-    def run(parts: tuple[str, str], schema_config: SchemaConfig) -> None:
+    def connection():
         from alembic import op
 
+        return op.get_bind().connection.driver_connection
+
+    def run(parts: tuple[str, str], schema_config: SchemaConfig) -> None:
         for part in parts:
             sql = render_revision(revision, schema_config, part)
             if sql:
                 # Straight to psycopg: no bind-parameter or percent processing of the DDL.
-                op.get_bind().connection.driver_connection.execute(sql)
+                connection().execute(sql)
 
     def upgrade(schema_config: SchemaConfig) -> None:
         run(("upgrade", "vector_search"), schema_config)
 
     def downgrade(schema_config: SchemaConfig) -> None:
+        if int(revision) <= citus.FIRST_REVISION:
+            if citus.is_distributed(connection(), schema_config):
+                raise ConfigurationError(
+                    f"schema {schema_config.schema} is distributed over Citus, where revisions before "
+                    f"{citus.FIRST_REVISION:04d} cannot run: it cannot be downgraded below {citus.FIRST_REVISION:04d}")
         run(("vector_search_down", "downgrade"), schema_config)
 
     return upgrade, downgrade

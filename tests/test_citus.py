@@ -116,8 +116,9 @@ def catalog_state(dsn: str) -> dict:
             "from pg_proc p left join pg_dist_object o on o.classid = 'pg_proc'::regclass and o.objid = p.oid "
             "where p.pronamespace = 'prism_memory'::regnamespace").fetchall())
         definitions = conn.execute(
-            "select result from run_command_on_all_nodes($$select md5(string_agg(p.proname || pg_get_functiondef(p.oid), "
-            "',' order by p.proname)) from pg_proc p where p.pronamespace = 'prism_memory'::regnamespace$$)").fetchall()
+            "select result from run_command_on_all_nodes($$select md5(string_agg(p.proname || pg_get_functiondef(p.oid) "
+            "|| coalesce(p.proacl::text, 'default'), ',' order by p.proname)) "
+            "from pg_proc p where p.pronamespace = 'prism_memory'::regnamespace$$)").fetchall()
     return {"tables": tables, "functions": functions, "definitions": {row[0] for row in definitions}}
 
 
@@ -133,7 +134,7 @@ def assert_distributed_and_delegated(state: dict) -> None:
             assert delegation == f"0:true:{colocation}", name
         else:
             assert delegation.split(":")[0] == "-", name  # on every node, not delegated
-    assert len(state["definitions"]) == 1  # every node holds the coordinator's definitions
+    assert len(state["definitions"]) == 1  # every node holds the coordinator's definitions and grants
 
 
 @citus_only
@@ -159,9 +160,10 @@ def test_a_migration_delegates_again_what_it_re_creates(pg_dsn):
 
 
 @citus_only
-def test_a_distributed_install_refuses_to_go_below_the_first_citus_revision(pg_dsn):
+@pytest.mark.parametrize("target", [f"{FIRST_REVISION - 1:04d}", "base", "-1"])
+def test_a_distributed_install_refuses_to_go_below_the_first_citus_revision(pg_dsn, target):
     with pytest.raises(ConfigurationError, match="cannot be downgraded"):
-        downgrade(pg_dsn, TEST_CONFIG, f"{FIRST_REVISION - 1:04d}")
+        downgrade(pg_dsn, TEST_CONFIG, target)
     assert_distributed_and_delegated(catalog_state(pg_dsn))
     with psycopg.connect(pg_dsn) as conn:
         assert conn.execute("select version_num from prism_memory.alembic_version").fetchone()[0] == REVISIONS[-1]
@@ -278,3 +280,37 @@ async def test_a_null_tenant_never_leaves_the_client(pg_dsn):
         await stores.close()
     with psycopg.connect(pg_dsn, autocommit=True) as admin:
         assert admin.execute("select pg_postmaster_start_time()").fetchone()[0] == started
+
+
+@citus_only
+def test_a_granted_role_has_the_same_grants_on_every_node(pg_dsn):
+    """A delegated call is checked against the worker's grants: grant_app_role must reach every node."""
+    role = f"app_{secrets.token_hex(3)}"
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(f"create role {role} login")
+    try:
+        with pytest.warns(UserWarning, match="superuser"):
+            grant_app_role(pg_dsn, role, TEST_CONFIG)
+        assert_distributed_and_delegated(catalog_state(pg_dsn))
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute(f"drop owned by {role}")
+            admin.execute(f"drop role {role}")
+    assert_distributed_and_delegated(catalog_state(pg_dsn))
+
+
+@citus_only
+@pytest.mark.parametrize("shape", [
+    "select * from prism_memory.{call} r where r.written >= 0",
+    "with w as materialized (select * from prism_memory.{call}) select * from w",
+    "select (select written from prism_memory.{call})",
+])
+def test_a_write_citus_does_not_delegate_is_refused(pg_dsn, shape):
+    """Such a call runs on the coordinator, where its thread lock excludes none of the tenant's other writers
+    (duplicate sequences, found by a hostile review): lock_key_v1 refuses it (PM017) and nothing is written."""
+    call = ("remember_v1(%(t)s, 'res-s', 'th-s', array['s1'], array['shape'], array[%(v)s]::vector[])")
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        with pytest.raises(psycopg.Error, match="does not hold tenant") as raised:
+            conn.execute(shape.format(call=call), {"t": "acme", "v": VECTOR})
+        assert raised.value.sqlstate == "PM017"
+        assert conn.execute("select * from prism_memory.count_entries_v1('acme', 'res-s', 'th-s')").fetchone()[0] == 0

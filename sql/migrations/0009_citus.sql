@@ -11,6 +11,10 @@
 --   call under Citus (a generic plan cannot be routed);
 -- * rag_query_v1 counts filtered candidates under Citus (an EXPLAIN
 --   inside a delegated call breaks the next statement);
+-- * lock_key_v1 (new) takes the per-thread and per-scope advisory locks
+--   (lock_thread_v1, remember_batch_v1, rag_upsert_v1), and under Citus
+--   refuses (PM017) a call that runs on a node without the tenant's shards,
+--   where its lock would exclude none of the tenant's other writers;
 -- * tombstone_from_sources_v1 has a string body (Citus propagates no
 --   BEGIN ATOMIC body to workers).
 
@@ -18,10 +22,13 @@
 
 \ir ../schema/functions/install_info_v1.sql
 \ir ../schema/functions/citus_installed_v1.sql
+\ir ../schema/functions/lock_key_v1.sql
+\ir ../schema/functions/lock_thread_v1.sql
 \ir ../schema/functions/rag_query_v1.sql
 \ir ../schema/functions/rag_set_generation_v1.sql
 \ir ../schema/functions/rag_upsert_v1.sql
 \ir ../schema/functions/recall_v2.sql
+\ir ../schema/functions/remember_batch_v1.sql
 \ir ../schema/functions/remember_v1.sql
 \ir ../schema/functions/tombstone_from_sources_v1.sql
 \ir ../schema/functions/update_working_v1.sql

@@ -13,6 +13,7 @@
 \ir functions/is_injectable_v1.sql
 \ir functions/lineage_is_valid_v1.sql
 \ir functions/consent_is_valid_v1.sql
+\ir functions/lock_key_v1.sql
 \ir functions/lock_thread_v1.sql
 \ir functions/get_working_v1.sql
 \ir functions/update_working_v1.sql

@@ -4,7 +4,8 @@
 -- fixed before a second writer checks it, and no tombstone or share grant is
 -- lost to a race. The lock only helps a transaction that reads what the
 -- writer before it committed, so any isolation level but READ COMMITTED
--- raises PM017 (a REPEATABLE READ snapshot predates the lock).
+-- raises PM017 (a REPEATABLE READ snapshot predates the lock), as does a
+-- call Citus did not delegate (lock_key_v1).
 create or replace function {{schema}}.lock_thread_v1(p_tenant_id text, p_resource_id text, p_thread_id text)
 returns void
 language plpgsql volatile
@@ -15,7 +16,7 @@ begin
     raise exception 'writes need READ COMMITTED isolation; this transaction is %',
       pg_catalog.current_setting('transaction_isolation') using errcode = 'PM017';
   end if;
-  perform pg_advisory_xact_lock(
+  perform lock_key_v1(p_tenant_id,
     hashtextextended(p_tenant_id || chr(31) || p_resource_id || chr(31) || p_thread_id, 0));
 end;
 $$;

@@ -73,7 +73,7 @@ begin
 
   -- Serialises the scope's writers: an unpinned scope's first width is fixed
   -- before a second writer checks it.
-  perform pg_advisory_xact_lock(hashtextextended('rag' || chr(31) || p_tenant_id || chr(31) || p_scope, 0));
+  perform lock_key_v1(p_tenant_id, hashtextextended('rag' || chr(31) || p_tenant_id || chr(31) || p_scope, 0));
   perform rag_assert_dimensions_v1(p_tenant_id, p_scope, vector_dims(p_embeddings[1]));
   v_generation := coalesce(p_generation, rag_get_generation_v1(p_tenant_id, p_scope));
 

@@ -58,7 +58,7 @@ begin
     where g.resource_id is not null and g.thread_id is not null
     order by 1
   loop
-    perform pg_advisory_xact_lock(v_key);
+    perform lock_key_v1(p_tenant_id, v_key);
   end loop;
   for v_group in
     select g.resource_id, g.thread_id, min(g.ord)::integer as first, max(g.ord)::integer as last, count(*) as rows
