@@ -5,6 +5,18 @@ session in a temporary directory, listening on a Unix socket only. Set
 ``PRISM_TEST_POSTGRES_URL`` (``postgresql://user:pass@host:port/db``) to use an
 external server instead. pytest-postgresql builds a template database once
 (migrated to head with the test schema config) and clones it for each test.
+
+The Citus lane: set ``PRISM_TEST_CITUS_URL`` to a database on a Citus
+coordinator (a superuser; the citus and vector extensions created, the workers
+added) and the whole suite runs against a distributed install. Citus keeps its
+metadata per database, so tests share that one database: once per session its
+``prism_memory`` schema is dropped, migrated with ``TEST_CONFIG`` and
+distributed (``prism_memory.citus.distribute``), and before each test every
+table of the install but ``alembic_version`` is truncated. Tests that need
+databases of their own (``server_dsn``) get plain ones (no citus extension) on
+the coordinator's server, named after the lane's database. ``CITUS`` tells a
+test it runs on this lane, where a test states each answer Citus legitimately
+gives differently.
 """
 
 from __future__ import annotations
@@ -35,17 +47,23 @@ SESSION_TIMEZONE = "America/St_Johns"
 os.environ["TZ"] = "Asia/Kathmandu"
 time.tzset()
 
+#: The Citus lane (module docstring): the coordinator database's URL, or None.
+CITUS_URL = os.environ.get("PRISM_TEST_CITUS_URL") or None
+CITUS = CITUS_URL is not None
+
 _server = None
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Point pytest-postgresql at the external server, or start the embedded one."""
     global _server
-    url = os.environ.get("PRISM_TEST_POSTGRES_URL")
+    url = CITUS_URL or os.environ.get("PRISM_TEST_POSTGRES_URL")
     if url:
         parsed = urlparse(url)
         host, port = parsed.hostname or "localhost", parsed.port or 5432
         user, password = unquote(parsed.username or "postgres"), unquote(parsed.password or "")
+        if CITUS:  # other lanes may share the cluster: every database this session makes is named after the lane's
+            config.option.postgresql_dbname = f"{citus_database()}_tests"
     else:
         from prism_memory.embedded import start_embedded_server
 
@@ -91,27 +109,113 @@ def locomo_path() -> Path:
     return LOCOMO_PATH
 
 
+def citus_database() -> str:
+    """The Citus lane's database name."""
+    return unquote(urlparse(CITUS_URL).path.lstrip("/"))
+
+
+@pytest.fixture(scope="session")
+def citus_install() -> str:
+    """The Citus lane's database, freshly migrated with ``TEST_CONFIG`` and distributed (once per session)."""
+    import psycopg
+    from prism_memory.citus import distribute, has_citus
+
+    database = citus_database()
+    with psycopg.connect(CITUS_URL, autocommit=True) as conn:
+        if not has_citus(conn):
+            pytest.exit(f"PRISM_TEST_CITUS_URL: database {database!r} has no citus extension", returncode=4)
+        workers = conn.execute("select count(*) from pg_catalog.pg_dist_node where shouldhaveshards and isactive").fetchone()[0]
+        if not workers:
+            pytest.exit(f"PRISM_TEST_CITUS_URL: no worker added to {database!r} (citus_add_node)", returncode=4)
+        conn.execute(f"drop schema if exists {TEST_CONFIG.schema} cascade")
+        _reset_citus_database_settings(conn, database)
+    migrate(CITUS_URL, TEST_CONFIG)
+    distribute(CITUS_URL, TEST_CONFIG)
+    return CITUS_URL
+
+
+def _reset_citus_database_settings(conn, database: str) -> None:
+    """The lane's database keeps only the session TimeZone as its own setting (a test may change others)."""
+    settings = conn.execute(
+        "select setconfig from pg_catalog.pg_db_role_setting s join pg_catalog.pg_database d on d.oid = s.setdatabase "
+        "where d.datname = %s and s.setrole = 0", (database,)).fetchone()
+    if settings is None or settings[0] != [f"TimeZone={SESSION_TIMEZONE}"]:
+        conn.execute(f'alter database "{database}" reset all')
+        conn.execute(f"alter database \"{database}\" set timezone = '{SESSION_TIMEZONE}'")
+
+
+def _truncate_citus_install(dsn: str) -> None:
+    """Empty every table of the install but its version table (those that have rows: a distributed TRUNCATE
+    locks every shard on every worker, so truncating all nine tables would take most of a test's time)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        tables = [row[0] for row in conn.execute(
+            "select format('%%I.%%I', schemaname, tablename) from pg_catalog.pg_tables "
+            "where schemaname = %s and tablename <> 'alembic_version' order by tablename", (TEST_CONFIG.schema,))]
+        filled = conn.execute("select " + ", ".join(f"exists (select 1 from {table})" for table in tables)).fetchone()
+        if any(filled):
+            conn.execute(f"truncate {', '.join(table for table, rows in zip(tables, filled) if rows)}")
+        _reset_citus_database_settings(conn, citus_database())
+
+
 @pytest.fixture
-def pg_dsn(postgresql) -> str:
-    """URL of this test's fresh, migrated database."""
-    info = postgresql.info
+def pg_dsn(request) -> str:
+    """URL of this test's fresh, migrated database (on the Citus lane: the emptied shared install)."""
+    if CITUS:
+        dsn = request.getfixturevalue("citus_install")
+        _truncate_citus_install(dsn)
+        return dsn
+    info = request.getfixturevalue("postgresql").info
     return dsn_for(info.host, info.port, info.user, info.dbname, info.password)
 
 
-@pytest.fixture
-def server_dsn(postgresql_noproc):
-    """A factory: ``server_dsn(dbname)`` creates an empty database and returns its URL (dropped after the test)."""
+def citus_placement(dsn: str, table: str, tenant: str) -> tuple[str, int]:
+    """Citus lane: the URL of the worker that holds ``tenant``'s shard of ``table`` (same user and database) and
+    the shard's id (a shard and its indexes are named ``<name>_<shard id>``). A call made on that worker runs
+    there whole, in one backend: its session settings reach the shard's plans, and its statistics count them."""
     import psycopg
 
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        host, port, shard = conn.execute(
+            "select nodename, nodeport, shardid from pg_catalog.citus_shards "
+            "where shardid = pg_catalog.get_shard_id_for_distribution_column(%s, %s::text)", (table, tenant)).fetchone()
+        info = conn.info
+        return dsn_for(host, port, info.user, info.dbname, info.password), shard
+
+
+@pytest.fixture(scope="session")
+def _server_admin(request) -> tuple[str, int | str, str, str | None]:
+    """(host, port, user, password) of the test server, for databases of a test's own."""
+    if CITUS:
+        option = request.config.option
+        return option.postgresql_host, option.postgresql_port, option.postgresql_user, option.postgresql_password
+    noproc = request.getfixturevalue("postgresql_noproc")
+    return noproc.host, noproc.port, noproc.user, noproc.password
+
+
+@pytest.fixture
+def server_dsn(_server_admin):
+    """A factory: ``server_dsn(dbname)`` creates an empty database and returns its URL (dropped after the test).
+
+    On the Citus lane the database is a plain one on the coordinator's server (no citus extension), its name
+    prefixed with the lane's database name, and it gets the session TimeZone the embedded server has."""
+    import psycopg
+
+    host, port, user, password = _server_admin
     created: list[str] = []
-    admin = dsn_for(postgresql_noproc.host, postgresql_noproc.port, postgresql_noproc.user, "postgres", postgresql_noproc.password)
+    admin = dsn_for(host, port, user, "postgres", password)
 
     def make(dbname: str) -> str:
+        if CITUS:
+            dbname = f"{citus_database()}_{dbname}"
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'drop database if exists "{dbname}"')
             conn.execute(f'create database "{dbname}"')
+            if CITUS:
+                conn.execute(f"alter database \"{dbname}\" set timezone = '{SESSION_TIMEZONE}'")
         created.append(dbname)
-        return dsn_for(postgresql_noproc.host, postgresql_noproc.port, postgresql_noproc.user, dbname, postgresql_noproc.password)
+        return dsn_for(host, port, user, dbname, password)
 
     yield make
     with psycopg.connect(admin, autocommit=True) as conn:

@@ -12,7 +12,6 @@ from a role without the grant nor a tenant binding can be used against it.
 
 from __future__ import annotations
 
-import os
 import secrets
 from datetime import datetime
 from urllib.parse import urlparse, urlunparse
@@ -25,9 +24,8 @@ from prism_memory.cli import main as cli_main
 from prism_memory.operations import API_FUNCTIONS
 from prism_memory.schema import REVISIONS, downgrade, grant_app_role, migrate
 
-from conftest import TEST_CONFIG, TEST_DIMENSIONS
+from conftest import CITUS, TEST_CONFIG, TEST_DIMENSIONS
 
-CITUS = bool(os.environ.get("PRISM_TEST_CITUS_URL"))
 citus_only = pytest.mark.skipif(not CITUS, reason="needs a Citus coordinator: set PRISM_TEST_CITUS_URL (the Citus lane)")
 plain_only = pytest.mark.skipif(CITUS, reason="the plain-PostgreSQL side of distribution; the Citus lane checks the other")
 
@@ -182,18 +180,19 @@ def counters(conn) -> list[tuple[int, int]]:
 def test_each_api_call_runs_as_one_single_shard_statement(pg_dsn):
     dbname = urlparse(pg_dsn).path.lstrip("/")
     with psycopg.connect(pg_dsn, autocommit=True) as admin:
-        admin.execute("select run_command_on_all_nodes(format('alter database %%I set citus.enable_stat_counters = on', "
+        # No parameters: psycopg sends these strings as they are, so format()'s placeholders take one %.
+        admin.execute("select run_command_on_all_nodes(format('alter database %I set citus.enable_stat_counters = on', "
                       "current_database()))")
         try:
             admin.execute("select citus_stat_counters_reset(oid) from pg_database where datname = %s", (dbname,))
-            admin.execute("select run_command_on_workers(format('select citus_stat_counters_reset(%%s)', "
+            admin.execute("select run_command_on_workers(format('select citus_stat_counters_reset(%s)', "
                           "(select oid from pg_database where datname = current_database())))")
             before = counters(admin)
             for tenant in ("acme", "acme-corp"):
                 run_api_calls(pg_dsn, tenant)
             after = counters(admin)
         finally:
-            admin.execute("select run_command_on_all_nodes(format('alter database %%I reset citus.enable_stat_counters', "
+            admin.execute("select run_command_on_all_nodes(format('alter database %I reset citus.enable_stat_counters', "
                           "current_database()))")
     coordinator = (after[0][0] - before[0][0], after[0][1] - before[0][1])
     # Each call: one single-shard task on the coordinator (the delegated call), none multi-shard.

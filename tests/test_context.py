@@ -210,10 +210,23 @@ def test_the_reserved_agent_segment_is_refused_from_the_host(scope):
 
 
 async def _run_processors(backend, concurrently):
-    """Ten processors of one thread, each setting its own number, run concurrently or one after another."""
+    """Ten processors of one thread, each setting its own number, run concurrently or one after another.
+
+    Run concurrently, every processor has read the document before any writes (a barrier in the extractor),
+    whatever the server's latency: a Citus coordinator opens its connections more slowly, so without it
+    the last processors could read the first one's write."""
     memory = backend.memory(thread_id="concurrent" if concurrently else "serial")
     await memory.update_working({"n": 0})
-    runs = [memory.create_working_memory_processor(lambda current, messages, n=n: {"n": n}).run([]) for n in range(1, 11)]
+    barrier = asyncio.Barrier(10)
+
+    async def after_every_read(n):
+        await barrier.wait()
+        return {"n": n}
+
+    def extract(n):
+        return (lambda current, messages: after_every_read(n)) if concurrently else (lambda current, messages: {"n": n})
+
+    runs = [memory.create_working_memory_processor(extract(n)).run([]) for n in range(1, 11)]
     if concurrently:
         results = await asyncio.gather(*runs, return_exceptions=True)
     else:

@@ -84,7 +84,7 @@ async def test_a_connection_killed_in_the_middle_of_a_batch_leaves_all_or_nothin
                 rows = admin.execute("select pid from pg_stat_activity where query like '%%remember_v1(%%' "
                                      "and pid <> pg_backend_pid() and state = 'active'").fetchall()
                 if rows:
-                    killed.append(admin.execute("select pg_terminate_backend(%s)", (rows[0][0],)).fetchone()[0])
+                    killed.append(admin.execute("select pg_terminate_backend(%s::int)", (rows[0][0],)).fetchone()[0])
                     return
                 await asyncio.sleep(0.002)
 

@@ -1,7 +1,7 @@
 """Least privilege in the database: an application role that can only EXECUTE the API functions."""
 
 import secrets
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 import psycopg
 import pytest
@@ -15,7 +15,7 @@ from prism_memory import (
 )
 from prism_memory.schema import API_FUNCTIONS, grant_app_role
 
-from conftest import TEST_CONFIG, dsn_for
+from conftest import CITUS, TEST_CONFIG, dsn_for
 
 TABLES = ["semantic_memory", "semantic_memory_working", "semantic_memory_invalidation", "semantic_memory_share_grant",
           "semantic_memory_rag_chunk", "semantic_memory_rag_source_acl", "semantic_memory_rag_source_version",
@@ -23,9 +23,12 @@ TABLES = ["semantic_memory", "semantic_memory_working", "semantic_memory_invalid
 
 
 def as_role(dsn: str, role: str) -> str:
+    """``dsn`` (a Unix-socket or TCP URL of the test server) as login role ``role``, without a password."""
     parsed = urlparse(dsn)
     query = parse_qs(parsed.query)
-    return dsn_for(query["host"][0], query["port"][0], role, parsed.path.lstrip("/"))
+    host = query["host"][0] if "host" in query else parsed.hostname or "localhost"
+    port = query["port"][0] if "port" in query else parsed.port or 5432
+    return dsn_for(host, port, role, unquote(parsed.path.lstrip("/")))
 
 
 @pytest.fixture
@@ -46,7 +49,11 @@ def app_dsn(pg_dsn):
 @pytest.mark.parametrize("statement", ["select * from {}", "update {} set tenant_id = 'x'", "delete from {}",
                                        "insert into {} (tenant_id) values ('x')"])
 def test_the_app_role_cannot_touch_a_table(app_dsn, table, statement):
-    with psycopg.connect(app_dsn, autocommit=True) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+    refused = psycopg.errors.InsufficientPrivilege
+    if CITUS and statement.startswith("update") and table != "semantic_memory_tenant_binding":
+        # Citus's planner refuses to change a distribution column before the executor checks privileges.
+        refused = psycopg.errors.FeatureNotSupported
+    with psycopg.connect(app_dsn, autocommit=True) as conn, pytest.raises(refused):
         conn.execute(statement.format(f"prism_memory.{table}"))
 
 
@@ -206,8 +213,17 @@ async def test_row_level_security_keeps_a_directly_granted_role_to_its_tenant(pg
             query = "select id from prism_memory.semantic_memory order by id"
             assert conn.execute(query).fetchall() == []  # no tenant set: nothing
             conn.execute("set prism_memory.tenant_id = 't1'")
+            if CITUS:
+                # Citus: the shards are read on the workers, where a session's SET does not reach (the policy
+                # fails closed there); a SET LOCAL does, with citus.propagate_set_commands = 'local'.
+                assert conn.execute(query).fetchall() == []
+                conn.execute("set citus.propagate_set_commands = 'local'")
+                conn.execute("begin")
+                conn.execute("set local prism_memory.tenant_id = 't1'")
             assert conn.execute(query).fetchall() == [("t1-a",)]
             assert conn.execute("delete from prism_memory.semantic_memory where id = 't2-a'").rowcount == 0
+            if CITUS:
+                conn.execute("commit")
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             assert conn.execute("select count(*) from prism_memory.semantic_memory").fetchone() == (2,)

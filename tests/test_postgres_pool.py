@@ -25,7 +25,7 @@ async def test_a_connection_terminated_between_calls_does_not_break_the_next_cal
             async with stores.pool.connection() as conn:  # the pool's only connection
                 pid = conn.info.backend_pid
             with psycopg.connect(pg_dsn, autocommit=True) as admin:
-                assert admin.execute("select pg_terminate_backend(%s, 5000)", (pid,)).fetchone()[0] is True
+                assert admin.execute("select pg_terminate_backend(%s::int, 5000)", (pid,)).fetchone()[0] is True
             if call == "recall":
                 outcomes.append([hit.id for hit in (await memory.recall("restart")).hits])
             elif call == "update_working":

@@ -9,6 +9,8 @@ from pgvector.psycopg import register_vector
 from prism_memory import REDACTED, MemoryConsent, revoked_ids_absent
 from psycopg import sql
 
+from conftest import CITUS, citus_placement, dsn_for
+
 CANARY = "sk-canary-7f3a9c"
 
 
@@ -74,40 +76,79 @@ async def test_recall_checks_tombstones_with_an_index_not_a_scan(backends, pg_ds
     await memory.remember([{"id": f"p{i}", "text": f"plan check {i}"} for i in range(200)], wait=True)
     await memory.forget([f"p{i}" for i in range(0, 40)])
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        # Other tenants' entries and tombstones, so the tables look like a shared production corpus.
+        # Other tenants' entries and tombstones, so the tables look like a shared production corpus (on Citus,
+        # 50 tenants whose rows share t1's shard: the corpus its query plans over).
+        tenant, others = "'other-' || (n % 50)", None
+        if CITUS:
+            tenant, [others] = "(%(others)s::text[])[1 + n %% 50]", conn.execute(
+                "select array_agg(name) from (select 'other-' || k as name from generate_series(1, 100000) as k "
+                "where get_shard_id_for_distribution_column(%(table)s, 'other-' || k) "
+                "= get_shard_id_for_distribution_column(%(table)s, 't1') limit 50) as colocated",
+                {"table": "prism_memory.semantic_memory"}).fetchone()
         conn.execute(
             "insert into prism_memory.semantic_memory (tenant_id, resource_id, thread_id, id, text, embedding, sequence) "
-            "select 'other-' || (n % 50), 'r', 't', 'e' || n, 'other text', array_fill(1::real, array[64])::vector, n "
-            "from generate_series(1, 4000) as n"
+            f"select {tenant}, 'r', 't', 'e' || n, 'other text', array_fill(1::real, array[64])::vector, n "
+            "from generate_series(1, 4000) as n", {"others": others} if CITUS else None
         )
         conn.execute(
             "insert into prism_memory.semantic_memory_invalidation (tenant_id, resource_id, thread_id, entry_id, reason) "
-            "select 'other-' || (n % 50), 'r', 't', 'e' || n, 'deleted' from generate_series(1, 20000) as n"
+            f"select {tenant}, 'r', 't', 'e' || n, 'deleted' from generate_series(1, 20000) as n",
+            {"others": others} if CITUS else None
         )
         conn.execute("analyze")
-        register_vector(conn)
-        notices: list[str] = []
-        conn.add_notice_handler(lambda diagnostic: notices.append(diagnostic.message_primary or ""))
-        for statement in (
-            "load 'auto_explain'",
-            "set auto_explain.log_min_duration = 0",
-            "set auto_explain.log_nested_statements = on",
-            "set auto_explain.log_level = 'notice'",
-            "set client_min_messages = 'notice'",
-        ):
-            conn.execute(statement)
-        query = backends.postgres.vector_store.queries.recall
-        vector = np.asarray(await memory.embedder.embed(["plan check"]), dtype=np.float32)[0]
-        for _ in range(6):  # past PL/pgSQL's switch to a generic plan
-            notices.clear()
-            conn.execute(query, ("t1", "user-ada", "thread-1", vector, "plan check", 8, 0, False, None, None,
-                                 None, None, None, False)).fetchall()
-    plan = next(notice for notice in notices if "semantic_memory_invalidation i" in notice)
+        if CITUS:
+            plan = citus_shard_plan(conn, backends, await memory.embedder.embed(["plan check"]))
+        else:
+            register_vector(conn)
+            notices: list[str] = []
+            conn.add_notice_handler(lambda diagnostic: notices.append(diagnostic.message_primary or ""))
+            for statement in (
+                "load 'auto_explain'",
+                "set auto_explain.log_min_duration = 0",
+                "set auto_explain.log_nested_statements = on",
+                "set auto_explain.log_level = 'notice'",
+                "set client_min_messages = 'notice'",
+            ):
+                conn.execute(statement)
+            query = backends.postgres.vector_store.queries.recall
+            vector = np.asarray(await memory.embedder.embed(["plan check"]), dtype=np.float32)[0]
+            for _ in range(6):  # past PL/pgSQL's switch to a generic plan
+                notices.clear()
+                conn.execute(query, ("t1", "user-ada", "thread-1", vector, "plan check", 8, 0, False, None, None,
+                                     None, None, None, False)).fetchall()
+            plan = next(notice for notice in notices if "semantic_memory_invalidation i" in notice)
+    shard = r"_\d+" if CITUS else ""  # Citus: the shards' names end in their shard ids
     assert "Anti Join" in plan
     # Probed per row (index scan) or read once for a hashed anti-join (bitmap scan): either way through the key.
-    assert re.search(r"(Index Scan using|Index Only Scan using|Bitmap Index Scan on) semantic_memory_invalidation_pkey", plan)
-    assert "Seq Scan on semantic_memory_invalidation" not in plan
-    assert "Seq Scan on semantic_memory " not in plan
+    index = rf"semantic_memory_invalidation_pkey{shard}"
+    assert re.search(rf"(Index Scan using|Index Only Scan using|Bitmap Index Scan on) {index}", plan)
+    assert not re.search(rf"Seq Scan on semantic_memory_invalidation{shard} ", plan)
+    assert not re.search(rf"Seq Scan on semantic_memory{shard} ", plan)
+
+
+def citus_shard_plan(conn, backends, embeddings) -> str:
+    """Citus: the generic plan of recall's query on the shards, on the worker that holds tenant t1.
+
+    The coordinator only forwards the call, so its auto_explain sees no nested statement (and, loaded there,
+    fails the delegated call: Citus explains the forwarded call with its parameters unbound); on the worker,
+    auto_explain fails local execution ("cache lookup failed for type 1"). So the worker logs the shard query
+    it runs locally (citus.log_local_commands), and EXPLAIN (GENERIC_PLAN) plans it there, as PL/pgSQL's
+    generic plan is what the plain lane checks."""
+    info = conn.info
+    dsn = dsn_for(info.host, info.port, info.user, info.dbname, info.password)
+    with psycopg.connect(citus_placement(dsn, "prism_memory.semantic_memory", "t1")[0], autocommit=True) as worker:
+        register_vector(worker)
+        notices: list[str] = []
+        worker.add_notice_handler(lambda diagnostic: notices.append(diagnostic.message_primary or ""))
+        worker.execute("set citus.log_local_commands = on")
+        worker.execute("set client_min_messages = 'notice'")
+        vector = np.asarray(embeddings, dtype=np.float32)[0]
+        worker.execute(backends.postgres.vector_store.queries.recall, (
+            "t1", "user-ada", "thread-1", vector, "plan check", 8, 0, False, None, None, None, None, None, False)).fetchall()
+        prefix = "executing the command locally: "
+        [command] = [notice.removeprefix(prefix) for notice in notices
+                     if notice.startswith(prefix) and "semantic_memory_invalidation_" in notice]
+        return "\n".join(row[0] for row in worker.execute(f"explain (generic_plan) {command}"))
 
 
 async def test_revoked_ids_absent_is_an_invariant_over_every_surface(backends):

@@ -13,6 +13,8 @@ import psycopg
 import pytest
 from prism_memory import RagAccessConstraint, RagChunk, create_memory_vector_store, create_postgres_vector_store
 
+from conftest import CITUS, citus_placement
+
 ROWS = 6000
 DIMENSIONS = 64
 
@@ -53,9 +55,9 @@ def exact_top(vectors, chunks, query, keep, k=10):
     return [chunks[rows[j]].id for j in order[:k]]
 
 
-async def hnsw_scans(store, call):
+async def hnsw_scans(store, call, index="prism_memory.semantic_memory_rag_chunk_hnsw_idx"):
     """Run ``call(tx)`` in a transaction; return (its result, HNSW index scans it made)."""
-    count = "select pg_stat_get_xact_numscans('prism_memory.semantic_memory_rag_chunk_hnsw_idx'::regclass)"
+    count = f"select pg_stat_get_xact_numscans('{index}'::regclass)"
     async with store.transaction() as tx:
         before = (await (await tx.connection.execute(count)).fetchone())[0]
         result = await call(tx)
@@ -75,13 +77,28 @@ SELECTIVE = [
 
 async def test_filtered_queries_return_min_k_where_plain_hnsw_comes_back_short(big_scope, pg_dsn):
     postgres, emulator, vectors, chunks = big_scope
+    sql_dsn, counted, table = pg_dsn, postgres, "prism_memory.semantic_memory_rag_chunk"
+    suffix = ""
+    if CITUS:
+        # Tenant t's shard is the table here: the worker that holds it plans the statements below on it, and
+        # runs the counted calls itself (the coordinator's settings and scan statistics never reach a shard).
+        sql_dsn, shard = citus_placement(pg_dsn, table, "t")
+        counted, suffix = await create_postgres_vector_store(sql_dsn, skip_migrations=True), f"_{shard}"
+    try:
+        await check_filtered_queries(emulator, vectors, chunks, sql_dsn, counted, table + suffix,
+                                     f"prism_memory.semantic_memory_rag_chunk_hnsw_idx{suffix}")
+    finally:
+        if CITUS:
+            await counted.close()
 
+
+async def check_filtered_queries(emulator, vectors, chunks, sql_dsn, counted, table, index):
     # The table is large enough for the planner to order by the HNSW index, and a plain
     # filtered HNSW scan (no iterative scan) returns fewer rows than asked: the hazard is real.
     query = "[" + ",".join(str(float(v)) for v in vectors[5]) + "]"
     scope = "tenant_id = 't' and scope = 'big' and generation = 0"
-    plain = f"from prism_memory.semantic_memory_rag_chunk where {scope} {{}} order by embedding <=> '{query}' limit 10"
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+    plain = f"from {table} where {scope} {{}} order by embedding <=> '{query}' limit 10"
+    with psycopg.connect(sql_dsn, autocommit=True) as conn:
         assert "semantic_memory_rag_chunk_hnsw_idx" in str(conn.execute("explain select id " + plain.format("")).fetchall())
         conn.execute("set hnsw.iterative_scan = off; set enable_sort = off")  # as a planner sure of HNSW would
         filtered = plain.format("and metadata @> '{\"bucket\": 7}'")
@@ -94,7 +111,7 @@ async def test_filtered_queries_return_min_k_where_plain_hnsw_comes_back_short(b
             query = vectors[row].astype(np.float64)
             expected = exact_top(vectors, chunks, query, keep)
             assert len(expected) == min(10, sum(1 for chunk in chunks if keep(chunk))), name
-            got, scans = await hnsw_scans(postgres, lambda tx: tx.query("t", "big", query.tolist(), **read))
+            got, scans = await hnsw_scans(counted, lambda tx: tx.query("t", "big", query.tolist(), **read), index)
             assert [match.id for match in got] == expected and scans == 0, name
             assert [match.id for match in await emulator.query("t", "big", query.tolist(), **read)] == expected, name
 
@@ -109,7 +126,7 @@ async def test_filtered_queries_return_min_k_where_plain_hnsw_comes_back_short(b
         found = 0
         for row in range(0, ROWS, 600):
             query = vectors[row].astype(np.float64)
-            got, scans = await hnsw_scans(postgres, lambda tx: tx.query("t", "big", query.tolist(), **read))
+            got, scans = await hnsw_scans(counted, lambda tx: tx.query("t", "big", query.tolist(), **read), index)
             assert (scans >= 1 or not through_hnsw) and len(got) == 10
             assert all(keep(chunks[int(match.id[1:])]) for match in got)
             assert [match.score for match in got] == sorted((match.score for match in got), reverse=True)

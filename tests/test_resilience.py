@@ -112,7 +112,7 @@ async def blocked_call(pg_dsn, stores, call):
                 break
             await asyncio.sleep(0.01)
         assert pid is not None, "the call never reached the lock"
-        admin.execute("select pg_terminate_backend(%s, 5000)", (pid,))
+        admin.execute("select pg_terminate_backend(%s::int, 5000)", (pid,))
         resent = False
         for _ in range(100):  # a re-sent statement waits on the lock again; give it time to arrive
             if task.done():
