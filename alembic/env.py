@@ -7,7 +7,7 @@ schema, and an advisory lock serialises concurrent migrators of one database.
 
 from alembic import context
 from prism_memory import citus
-from prism_memory.schema import SchemaConfig, quote_identifier, sqlalchemy_url
+from prism_memory.schema import SchemaConfig, installed_revision, quote_identifier, sqlalchemy_url
 from sqlalchemy import create_engine, pool, text
 
 config = context.config
@@ -30,15 +30,6 @@ $$
 """
 
 
-def _revision(conn) -> str | None:
-    """The install's recorded revision, or None before the first."""
-    table = f"{quote_identifier(schema_config.schema)}.alembic_version"
-    if conn.execute("select pg_catalog.to_regclass(%s)", (table,)).fetchone()[0] is None:
-        return None
-    row = conn.execute(f"select max(version_num) from {table}").fetchone()
-    return row[0] if row else None
-
-
 def run_migrations_online() -> None:
     engine = create_engine(sqlalchemy_url(config.attributes["dsn"]), poolclass=pool.NullPool)
     with engine.connect() as connection:
@@ -56,7 +47,7 @@ def run_migrations_online() -> None:
             # distributed install migrates with propagation on, so its shards follow every change.
             raw = connection.connection.driver_connection
             distributed = citus.is_distributed(raw, schema_config)
-            before = _revision(raw)
+            before = installed_revision(raw, schema_config.schema)
             if citus.has_citus(raw) and not distributed:
                 connection.execute(text("set local citus.enable_ddl_propagation = off"))
             context.configure(
@@ -66,7 +57,7 @@ def run_migrations_online() -> None:
                 transactional_ddl=True,
             )
             context.run_migrations(schema_config=schema_config)
-            migrated = _revision(raw) != before
+            migrated = installed_revision(raw, schema_config.schema) != before
     engine.dispose()
     if distributed and migrated:
         # A migration may drop and re-create functions: each loses its delegation.

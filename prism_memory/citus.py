@@ -91,7 +91,7 @@ def distribute(dsn: str, config=None, *, shard_count: int | None = None) -> Dist
     import psycopg
     from psycopg import sql
 
-    from .schema import SCHEMA_VERSION, SchemaConfig
+    from .schema import SCHEMA_VERSION, SchemaConfig, installed_revision
 
     config = config or SchemaConfig()
     names = config.names
@@ -103,9 +103,7 @@ def distribute(dsn: str, config=None, *, shard_count: int | None = None) -> Dist
                     "(create extension citus, then add the workers)")
             if conn.execute("select pg_catalog.to_regclass(%s) is null", (names["entries"],)).fetchone()[0]:
                 raise SchemaVersionError(f"schema {config.schema!r} holds no install here: migrate it first")
-            version = conn.execute(
-                sql.SQL("select max(version_num) from {}.alembic_version").format(sql.Identifier(config.schema))
-            ).fetchone()[0]
+            version = installed_revision(conn, config.schema)
             if version is None or int(version) != SCHEMA_VERSION:
                 raise SchemaVersionError(
                     f"schema {config.schema!r} is at revision {version}, not {SCHEMA_VERSION}: migrate it first")

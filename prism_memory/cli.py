@@ -32,7 +32,7 @@ from .errors import ConfigurationError, ValidationError, WorkingMemoryValidation
 from .locomo import Conversation, detect_format, load_jsonl_entries, load_locomo
 from .memory import Memory, create_memory
 from .postgres import create_postgres_memory_stores
-from .schema import DEFAULT_SCHEMA, DEFAULT_TABLE, quote_identifier
+from .schema import DEFAULT_SCHEMA, DEFAULT_TABLE, installed_revision
 from .stores import VectorStore, WorkingStore
 from .types import MemoryEntry, RecallResult, WorkingMemoryRecord
 
@@ -154,14 +154,9 @@ async def open_backend(args: argparse.Namespace, status: Console, *, migrate: bo
 def _installed_revision(dsn: str, schema: str) -> str | None:
     """The Alembic revision recorded in ``schema``, or ``None`` when it has none (blocking)."""
     import psycopg
-    from psycopg import sql
 
     with psycopg.connect(dsn) as conn:
-        table = f"{quote_identifier(schema)}.alembic_version"
-        if conn.execute("select to_regclass(%s)", (table,)).fetchone()[0] is None:
-            return None
-        row = conn.execute(sql.SQL("select version_num from {}.alembic_version").format(sql.Identifier(schema))).fetchone()
-    return row[0] if row else None
+        return installed_revision(conn, schema)
 
 
 async def cmd_migrate(args: argparse.Namespace, out: Console, status: Console) -> None:

@@ -415,6 +415,17 @@ def downgrade(dsn: str, config: SchemaConfig | None = None, revision: str = "bas
     command.downgrade(alembic_config(dsn, config or SchemaConfig()), revision)
 
 
+def installed_revision(conn, schema: str) -> str | None:
+    """The Alembic revision recorded in ``schema`` over the psycopg connection ``conn``, or ``None`` when it has none."""
+    from psycopg import sql
+
+    table = f"{quote_identifier(schema)}.alembic_version"
+    if conn.execute("select pg_catalog.to_regclass(%s)", (table,)).fetchone()[0] is None:
+        return None
+    row = conn.execute(sql.SQL("select max(version_num) from {}.alembic_version").format(sql.Identifier(schema))).fetchone()
+    return row[0] if row else None
+
+
 def sqlalchemy_url(dsn: str) -> str:
     """Turn a libpq URL (``postgresql://...``) into SQLAlchemy's psycopg 3 form."""
     for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):

@@ -65,6 +65,18 @@ API_CALLS: dict[str, str] = {
 }
 
 
+@pytest.fixture
+def login_role(pg_dsn):
+    """A fresh login role with nothing granted (its name); dropped with what it owns afterwards."""
+    role = f"role_{secrets.token_hex(3)}"
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(f"create role {role} login")
+    yield role
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(f"drop owned by {role}")
+        admin.execute(f"drop role {role}")
+
+
 def test_every_api_function_has_a_call_here():
     assert set(API_CALLS) == {name for name, _ in API_FUNCTIONS} - UNDELEGATED_FUNCTIONS
 
@@ -201,39 +213,25 @@ def test_each_api_call_runs_as_one_single_shard_statement(pg_dsn):
 
 
 @citus_only
-def test_a_role_without_the_grant_cannot_reach_the_functions_with_a_null_tenant(pg_dsn):
+def test_a_role_without_the_grant_cannot_reach_the_functions_with_a_null_tenant(pg_dsn, login_role):
     """Citus crashes the coordinator on a delegated call whose tenant is NULL (citusdata/citus#7242), whatever
     the caller's EXECUTE rights; a role without USAGE on the schema is stopped while the call is parsed."""
-    role = f"stranger_{secrets.token_hex(3)}"
     with psycopg.connect(pg_dsn, autocommit=True) as admin:
         started = admin.execute("select pg_postmaster_start_time()").fetchone()[0]
-        admin.execute(f"create role {role} login")
-    try:
-        parsed = urlparse(pg_dsn)
-        stranger = urlunparse(parsed._replace(netloc=f"{role}@{parsed.hostname}:{parsed.port}"))
-        with psycopg.connect(stranger, autocommit=True) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute("select * from prism_memory.get_working_v1(null, 'res', 'th')")
-        with psycopg.connect(pg_dsn, autocommit=True) as admin:
-            assert admin.execute("select pg_postmaster_start_time()").fetchone()[0] == started  # no restart
-    finally:
-        with psycopg.connect(pg_dsn, autocommit=True) as admin:
-            admin.execute(f"drop role {role}")
+    parsed = urlparse(pg_dsn)
+    stranger = urlunparse(parsed._replace(netloc=f"{login_role}@{parsed.hostname}:{parsed.port}"))
+    with psycopg.connect(stranger, autocommit=True) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("select * from prism_memory.get_working_v1(null, 'res', 'th')")
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        assert admin.execute("select pg_postmaster_start_time()").fetchone()[0] == started  # no restart
 
 
 @citus_only
-def test_a_tenant_binding_is_refused_on_a_distributed_install(pg_dsn):
-    role = f"bound_{secrets.token_hex(3)}"
+def test_a_tenant_binding_is_refused_on_a_distributed_install(pg_dsn, login_role):
+    with pytest.raises(ConfigurationError, match="not supported on a Citus"):
+        grant_app_role(pg_dsn, login_role, TEST_CONFIG, tenants=["acme"])
     with psycopg.connect(pg_dsn, autocommit=True) as admin:
-        admin.execute(f"create role {role} login")
-    try:
-        with pytest.raises(ConfigurationError, match="not supported on a Citus"):
-            grant_app_role(pg_dsn, role, TEST_CONFIG, tenants=["acme"])
-        with psycopg.connect(pg_dsn, autocommit=True) as admin:
-            assert admin.execute(f"select count(*) from {NAMES['tenant_binding']}").fetchone()[0] == 0
-    finally:
-        with psycopg.connect(pg_dsn, autocommit=True) as admin:
-            admin.execute(f"drop owned by {role}")
-            admin.execute(f"drop role {role}")
+        assert admin.execute(f"select count(*) from {NAMES['tenant_binding']}").fetchone()[0] == 0
 
 
 @citus_only
@@ -282,19 +280,13 @@ async def test_a_null_tenant_never_leaves_the_client(pg_dsn):
 
 
 @citus_only
-def test_a_granted_role_has_the_same_grants_on_every_node(pg_dsn):
+def test_a_granted_role_has_the_same_grants_on_every_node(pg_dsn, login_role):
     """A delegated call is checked against the worker's grants: grant_app_role must reach every node."""
-    role = f"app_{secrets.token_hex(3)}"
+    with pytest.warns(UserWarning, match="superuser"):
+        grant_app_role(pg_dsn, login_role, TEST_CONFIG)
+    assert_distributed_and_delegated(catalog_state(pg_dsn))
     with psycopg.connect(pg_dsn, autocommit=True) as admin:
-        admin.execute(f"create role {role} login")
-    try:
-        with pytest.warns(UserWarning, match="superuser"):
-            grant_app_role(pg_dsn, role, TEST_CONFIG)
-        assert_distributed_and_delegated(catalog_state(pg_dsn))
-    finally:
-        with psycopg.connect(pg_dsn, autocommit=True) as admin:
-            admin.execute(f"drop owned by {role}")
-            admin.execute(f"drop role {role}")
+        admin.execute(f"drop owned by {login_role}")  # a revoke reaches every node too
     assert_distributed_and_delegated(catalog_state(pg_dsn))
 
 
