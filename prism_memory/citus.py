@@ -60,19 +60,24 @@ class Distribution:
     functions_propagated: int
 
 
+#: Whether the citus extension is installed in the connected database.
+HAS_CITUS_SQL = "select exists (select 1 from pg_catalog.pg_extension where extname = 'citus')"
+#: Whether the table named by the parameter is a Citus distributed table (needs citus installed).
+IS_DISTRIBUTED_SQL = (
+    "select exists (select 1 from pg_catalog.pg_dist_partition where logicalrelid = pg_catalog.to_regclass(%s))"
+)
+
+
 def has_citus(conn) -> bool:
     """Whether the citus extension is installed in the connected database."""
-    return conn.execute("select exists (select 1 from pg_catalog.pg_extension where extname = 'citus')").fetchone()[0]
+    return conn.execute(HAS_CITUS_SQL).fetchone()[0]
 
 
 def is_distributed(conn, config) -> bool:
     """Whether ``config``'s entries table is a Citus distributed table here (False without citus)."""
     if not has_citus(conn):
         return False
-    return conn.execute(
-        "select exists (select 1 from pg_catalog.pg_dist_partition where logicalrelid = pg_catalog.to_regclass(%s))",
-        (config.names["entries"],),
-    ).fetchone()[0]
+    return conn.execute(IS_DISTRIBUTED_SQL, (config.names["entries"],)).fetchone()[0]
 
 
 def distribute(dsn: str, config=None, *, shard_count: int | None = None) -> Distribution:

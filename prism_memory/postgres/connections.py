@@ -40,7 +40,7 @@ replaces them all at once.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from typing import Any
 
 import psycopg
@@ -80,12 +80,18 @@ async def pooled_connection(pool: AsyncConnectionPool, checked: bool) -> AsyncIt
 
 
 async def fetch(
-    pool: AsyncConnectionPool, query: Any, params: Sequence[Any], read: bool = False
+    pool: AsyncConnectionPool, query: Any, params: Sequence[Any], read: bool = False, in_transaction: bool = False
 ) -> list[tuple[Any, ...]]:
     """Run one statement on a pooled connection and return its rows (rules 1-3 above).
 
     ``read``: the statement changes nothing, so it is sent without a check and
     sent again once, on a checked connection, when its connection is lost.
+    ``in_transaction``: send it inside ``BEGIN``/``COMMIT`` (two more round
+    trips). The stores ask for it for writes on a Citus-distributed install:
+    an autocommit call delegated to a worker runs at the worker's own default
+    isolation level (a database-level ``repeatable read`` reaches the workers,
+    a session ``SET`` does not, and the writers refuse it, PM017), while Citus
+    opens a transaction block on the worker at the coordinator's level.
     psycopg errors become the package's typed errors
     (:func:`prism_memory.postgres.errors.translate`), the original as ``__cause__``.
     """
@@ -94,8 +100,9 @@ async def fetch(
         try:
             async with pooled_connection(pool, checked=not read or send > 1) as conn:
                 sent = True
-                cursor = await conn.execute(query, params)
-                return await cursor.fetchall()
+                async with conn.transaction() if in_transaction else nullcontext():
+                    cursor = await conn.execute(query, params)
+                    return await cursor.fetchall()
         except psycopg.Error as exc:
             if not (read and sent and send < READ_SENDS and database_unavailable(exc)):
                 raise translate(exc) from exc

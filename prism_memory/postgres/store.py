@@ -36,6 +36,7 @@ from ..checks import (
     scope_texts,
     scoring_numbers,
 )
+from ..citus import HAS_CITUS_SQL, IS_DISTRIBUTED_SQL
 from ..embedding import embedding_values
 from ..errors import (
     InvalidEntryError,
@@ -69,10 +70,14 @@ from .rag import PostgresRagStore, PostgresRagTransaction, pooled_transaction
 
 
 class _PostgresBase:
-    def __init__(self, pool: AsyncConnectionPool, config: SchemaConfig, queries: Queries) -> None:
+    def __init__(
+        self, pool: AsyncConnectionPool, config: SchemaConfig, queries: Queries, distributed: bool = False
+    ) -> None:
         self.pool = pool
         self.config = config
         self.queries = queries
+        #: A Citus-distributed install: writes run in a transaction block (see :func:`fetch`).
+        self.distributed = distributed
 
     async def _fetch(self, query: Any, params: Sequence[Any], read: bool = False) -> list[tuple[Any, ...]]:
         """Run one named query on a pooled connection; psycopg errors become typed errors.
@@ -82,7 +87,7 @@ class _PostgresBase:
         other is sent once, on a connection checked just before
         (:mod:`prism_memory.postgres.connections` holds the rule).
         """
-        return await fetch(self.pool, query, params, read)
+        return await fetch(self.pool, query, params, read, in_transaction=self.distributed and not read)
 
     async def close(self) -> None:
         """Close the pool (shared by the stores of one :class:`PostgresMemoryStores`)."""
@@ -406,18 +411,19 @@ class PostgresMemoryStores:
         await self.close()
 
 
-async def _check_install(connection_string: str, config: SchemaConfig) -> tuple[str, TypeInfo, int | None]:
+async def _check_install(connection_string: str, config: SchemaConfig) -> tuple[str, TypeInfo, int | None, bool]:
     """Refuse a database whose schema is missing, older, newer, or holds another table/dimension.
 
     Returns pgvector's schema and ``vector`` type (looked up by its qualified
-    name so the caller's ``search_path`` does not matter) and the install's
-    pinned dimension.
+    name so the caller's ``search_path`` does not matter), the install's
+    pinned dimension, and whether its entries table is Citus-distributed.
     """
     with wrap_exceptions():
         async with await psycopg.AsyncConnection.connect(connection_string, autocommit=True) as conn:
             cursor = await conn.execute(install_info_query(config.schema))
             version, table, dimensions, vector_schema = await cursor.fetchone()
             vector_type = await TypeInfo.fetch(conn, sql.Identifier(vector_schema, "vector"))
+            distributed = await _is_distributed(conn, config)
     if version > SCHEMA_VERSION:
         raise SchemaVersionError(
             f"schema {config.schema!r} is at revision {version}, newer than this prism-memory understands ({SCHEMA_VERSION}); upgrade the package"
@@ -429,7 +435,17 @@ async def _check_install(connection_string: str, config: SchemaConfig) -> tuple[
             f"schema {config.schema!r} holds table {table!r} with dimensions {dimensions}, "
             f"not {config.table!r} with {config.dimensions}; one install per schema"
         )
-    return vector_schema, vector_type, dimensions
+    return vector_schema, vector_type, dimensions, distributed
+
+
+async def _is_distributed(conn: psycopg.AsyncConnection, config: SchemaConfig) -> bool:
+    """Whether ``config``'s entries table is a Citus distributed table (the async twin of
+    :func:`prism_memory.citus.is_distributed`)."""
+    cursor = await conn.execute(HAS_CITUS_SQL)
+    if not (await cursor.fetchone())[0]:
+        return False
+    cursor = await conn.execute(IS_DISTRIBUTED_SQL, (config.names["entries"],))
+    return bool((await cursor.fetchone())[0])
 
 
 async def _open_pool(
@@ -439,11 +455,12 @@ async def _open_pool(
     min_pool_size: int,
     max_pool_size: int,
     pool_timeout: float,
-) -> tuple[AsyncConnectionPool, Queries, SchemaConfig]:
+) -> tuple[AsyncConnectionPool, Queries, SchemaConfig, bool]:
     """Migrate (unless ``skip_migrations``), check the install, and open an autocommit pool.
 
     The returned config carries the install's pinned dimension (so an
-    unpinned request against a pinned install still checks widths in Python).
+    unpinned request against a pinned install still checks widths in Python);
+    the flag says whether the install is Citus-distributed.
     """
     if not skip_migrations:
         try:
@@ -455,7 +472,7 @@ async def _open_pool(
                 f"could not migrate schema {config.schema!r}: {exc.__class__.__name__}: {exc}; "
                 "a role that may not run migrations should pass skip_migrations=True"
             ) from exc
-    vector_schema, vector_type, dimensions = await _check_install(connection_string, config)
+    vector_schema, vector_type, dimensions, distributed = await _check_install(connection_string, config)
     config = SchemaConfig(config.schema, config.table, dimensions)
     queries = build_queries(config.schema, vector_schema)
 
@@ -479,7 +496,7 @@ async def _open_pool(
     except PoolTimeout as exc:
         await pool.close()
         raise StoreUnavailableError(f"could not open connections to the database: {exc}") from exc
-    return pool, queries, config
+    return pool, queries, config, distributed
 
 
 async def create_postgres_memory_stores(
@@ -510,11 +527,14 @@ async def create_postgres_memory_stores(
     (:mod:`prism_memory.postgres.connections`).
     """
     config = SchemaConfig(schema, table, dimensions)
-    pool, queries, config = await _open_pool(
+    pool, queries, config, distributed = await _open_pool(
         connection_string, config, skip_migrations, min_pool_size, max_pool_size, pool_timeout
     )
     return PostgresMemoryStores(
-        PostgresVectorStore(pool, config, queries), PostgresWorkingStore(pool, config, queries), pool, config
+        PostgresVectorStore(pool, config, queries, distributed),
+        PostgresWorkingStore(pool, config, queries, distributed),
+        pool,
+        config,
     )
 
 
@@ -545,7 +565,7 @@ async def create_postgres_vector_store(
     (``pool_timeout``, :class:`StoreUnavailableError`, :class:`StoreClosedError`).
     """
     config = SchemaConfig(schema, table, dimension)
-    pool, queries, config = await _open_pool(
+    pool, queries, config, distributed = await _open_pool(
         connection_string, config, skip_migrations, min_pool_size, max_pool_size, pool_timeout
     )
-    return PostgresVectorStore(pool, config, queries)
+    return PostgresVectorStore(pool, config, queries, distributed)
