@@ -145,10 +145,8 @@ def porter_stem(word: str) -> str:
         return _STEMMER.stemWord(word) or word
 
 
-def _run_terms(run: str) -> list[str]:
-    """The v2 terms of one run of a piece: bigrams of a CJK run, else at most one term."""
-    if _CJK.match(run):
-        return [run[start : start + 2] for start in range(max(len(run) - 1, 1))]
+def _term(run: str) -> list[str]:
+    """The v2 term of a run without CJK characters: at most one."""
     if len(run) > MAX_TERM_CHARS:
         return [run[:MAX_TERM_CHARS]]
     if run in _STOPWORDS:
@@ -166,11 +164,14 @@ def lexical_tokens_v2(text: str) -> list[str]:
         if not piece:
             continue
         if _CJK.search(piece) is None:
-            terms += _run_terms(piece)
+            terms += _term(piece)
             continue
-        for run in _CJK_RUNS.split(piece):
-            if run:
-                terms += _run_terms(run)
+        # split() keeps the CJK runs at the odd positions (lexical_cjk_tokens_v2)
+        for position, run in enumerate(_CJK_RUNS.split(piece)):
+            if position % 2:
+                terms += [run[start : start + 2] for start in range(max(len(run) - 1, 1))]
+            elif run:
+                terms += _term(run)
     return terms
 
 
