@@ -3,7 +3,8 @@ tables stay locked.
 
 Migrates a fresh schema to revision 0009, loads ``--entries`` entries (and ``--chunks`` RAG chunks) with
 real text (LoCoMo's turns, cycled, each made distinct by a suffix; a built-in sentence list without the
-file) and ``--dimensions``-wide embeddings, written by ``insert ... select`` (their ``text_tsv`` computed by
+file) and ``--dimensions``-wide embeddings (the same for every entry: no index reads them; random for the
+chunks, whose HNSW index the rewrite rebuilds), written by ``insert ... select`` (their ``text_tsv`` computed by
 the v1 tokenizer), vacuumed and analyzed. Then ``migrate()`` runs revision 0010, which drops and re-adds
 ``text_tsv`` on both tables (each table rewritten once, every index rebuilt, then the GIN index on
 ``text_tsv`` built), all in one transaction: each table is under an ACCESS EXCLUSIVE lock from its first
@@ -69,9 +70,10 @@ def load(dsn: str, config: SchemaConfig, entries: int, chunks: int) -> None:
         ).format(sql.SQL(names["entries"])), (vector, entries))
         conn.execute(sql.SQL(
             "insert into {} (tenant_id, scope, generation, id, source_id, text, embedding) "
-            "select 'tenant-' || mod(i, 1000), 'kb', 0, 'c' || i, 'doc-' || (i / 10), s.text || ' #' || i, %s::vector "
+            "select 'tenant-' || mod(i, 1000), 'kb', 0, 'c' || i, 'doc-' || (i / 10), s.text || ' #' || i, "
+            "(select array_agg(random() + 0 * (g + i)) from generate_series(1, %s) as g)::vector "  # random: HNSW builds as on real data
             "from generate_series(0, %s - 1) as i join sample s on s.n = mod(i, (select count(*) from sample)::integer)"
-        ).format(sql.SQL(names["rag_chunk"])), (vector, chunks))
+        ).format(sql.SQL(names["rag_chunk"])), (config.dimensions, chunks))
         log(f"loaded {entries} entries and {chunks} chunks in {time.perf_counter() - started:.1f} s")
         for key in ("entries", "rag_chunk"):
             conn.execute(sql.SQL("vacuum analyze {}").format(sql.SQL(names[key])))
