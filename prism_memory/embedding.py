@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from .errors import DimensionMismatchError, EmbeddingFailedError, InvalidEmbeddingError, LimitExceededError, PrismMemoryError
-from .lexical import lexical_terms
+from .lexical import lexical_terms_v1
 from .types import HARD_CAPS
 
 #: pgvector's widest vector.
@@ -150,8 +150,9 @@ async def embed_batched(
 class HashEmbedder:
     """Deterministic feature-hashing embedder (tests and demos only).
 
-    Features of a text are its lexical terms (:func:`prism_memory.lexical.lexical_terms`,
-    weight 3) and the character trigrams of each term padded with ``#``
+    Features of a text are its v1 lexical terms (:func:`prism_memory.lexical.lexical_terms_v1`,
+    weight 3; not the v2 terms ``text_tsv`` holds since revision 0010, so vectors stored before it
+    still match new queries' vectors) and the character trigrams of each term padded with ``#``
     (weight 1). Each feature adds its weight, with a sign, to one of
     ``dimensions`` buckets chosen by BLAKE2b. The vector is left unnormalised:
     its components are small integers, so float32 sums in pgvector are exact and
@@ -177,7 +178,7 @@ class HashEmbedder:
     def embed_one(self, text: str) -> list[float]:
         """Embed one text into a ``list[float]`` of length ``dimensions`` (never the zero vector)."""
         vector = [0] * self.dimensions
-        terms = lexical_terms(text) or [text.strip() or text]
+        terms = lexical_terms_v1(text) or [text.strip() or text]
         for term in terms:
             index, sign = self._bucket("w:" + term)
             vector[index] += 3 * sign

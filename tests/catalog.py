@@ -5,7 +5,7 @@ persistence, storage options, replica identity) and their columns (type,
 collation, nullability, storage, default, generated expression); views,
 materialized views, sequences and foreign tables; indexes (with their
 validity), constraints, triggers, extended statistics; composite, enum,
-domain and range types; every function's full definition (body and
+domain and range types; text search dictionaries (template and options); every function's full definition (body and
 attributes: volatility, SECURITY DEFINER, SET clauses) and its ACL; ACLs as
 effective privileges (a NULL ACL reads as the built-in default it stands for,
 items sorted); policies; comments on the schema and anything in it; the
@@ -77,6 +77,10 @@ select 'type', t.typname,
        || coalesce(' subtype=' || (select r.rngsubtype::regtype::text from pg_range r where r.rngtypid = t.oid), '')
 from pg_type t where t.typnamespace = (select oid from ns) and t.typtype in ('c', 'e', 'd', 'r')
   and not exists (select 1 from pg_class c where c.oid = t.typrelid and c.relkind <> 'c')
+union all
+select 'text search dictionary', d.dictname,
+       t.tmplnamespace::regnamespace::text || '.' || t.tmplname || ' ' || coalesce(d.dictinitoption, '')
+from pg_ts_dict d join pg_ts_template t on t.oid = d.dicttemplate where d.dictnamespace = (select oid from ns)
 union all
 select 'function', p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')', pg_get_functiondef(p.oid)
 from pg_proc p where p.pronamespace = (select oid from ns)

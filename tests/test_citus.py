@@ -155,15 +155,16 @@ def test_the_install_is_distributed_colocated_and_delegated(pg_dsn):
 
 @citus_only
 def test_a_migration_delegates_again_what_it_re_creates(pg_dsn):
-    """A revision that drops and re-creates an API function leaves it undelegated; migrate() delegates it again."""
+    """A revision that drops and re-creates an API function leaves it undelegated; migrate() delegates it again.
+    The newest revision is undone and run again (a replay over its own objects would find them there)."""
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         signature = "prism_memory.count_entries_v1(text, text, text)"
         definition = conn.execute("select pg_get_functiondef(%s::regprocedure)", (signature,)).fetchone()[0]
         conn.execute(f"drop function {signature}")
         conn.execute(definition)
-        conn.execute("update prism_memory.alembic_version set version_num = %s", (REVISIONS[-2],))
     assert catalog_state(pg_dsn)["functions"]["count_entries_v1"].startswith("-")  # Citus propagated, not delegated
-    migrate(pg_dsn, TEST_CONFIG)  # replays the newest revision, then distributes again
+    downgrade(pg_dsn, TEST_CONFIG, REVISIONS[-2])
+    migrate(pg_dsn, TEST_CONFIG)  # runs the newest revision again, then distributes again
     assert_distributed_and_delegated(catalog_state(pg_dsn))
     with psycopg.connect(pg_dsn) as conn:  # the revision's grants hold again: no EXECUTE for PUBLIC
         assert conn.execute("select has_function_privilege('public', %s, 'execute')", (signature,)).fetchone()[0] is False
@@ -305,3 +306,27 @@ def test_a_write_citus_does_not_delegate_is_refused(pg_dsn, shape):
             conn.execute(shape.format(call=call), {"t": "acme", "v": VECTOR})
         assert raised.value.sqlstate == "PM017"
         assert conn.execute("select * from prism_memory.count_entries_v1('acme', 'res-s', 'th-s')").fetchone()[0] == 0
+
+
+def tokenizer_state(conn) -> set[str]:
+    """Each node's text search dictionaries of the install and its v2 terms of one English and CJK text."""
+    rows = conn.execute(
+        "select result from run_command_on_all_nodes($$select string_agg(d.dictname || ' ' || d.dictinitoption, ',') "
+        "|| ' ' || array_to_string(prism_memory.lexical_terms_v2('Tokens expire: 東京タワーに行きました'), ',') "
+        "from pg_ts_dict d where d.dictnamespace = 'prism_memory'::regnamespace$$)").fetchall()
+    return {row[0] for row in rows}
+
+
+@citus_only
+def test_every_node_has_the_stemming_dictionary_and_tokenizes_alike(pg_dsn):
+    """Tokenizer v2 stems with a text search dictionary, which Citus creates on a worker only as a recorded
+    dependency of a distributed object (lexical_tokens_v2 names it by a constant): a worker without it could
+    not compute text_tsv. Every node holds it, after distribute() and after a migration through revision 0010."""
+    expected = {"porter_stem_v1 language = 'porter' expir,token,きま,した,に行,まし,タワ,ワー,ーに,京タ,東京,行き"}
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        assert tokenizer_state(conn) == expected
+    downgrade(pg_dsn, TEST_CONFIG, REVISIONS[-2])
+    migrate(pg_dsn, TEST_CONFIG)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        assert tokenizer_state(conn) == expected
+    assert_distributed_and_delegated(catalog_state(pg_dsn))

@@ -8,7 +8,7 @@
   whose scores differ by less than that may swap places;
 * lexical uses :func:`prism_memory.lexical.lexical_terms` for entries and
   :func:`prism_memory.lexical.query_terms` for queries, the mirrors of
-  ``lexical_terms_v1`` and ``query_terms_v1``;
+  ``lexical_terms_v2`` and ``query_terms_v2``;
 * ties break on sequence, then id in code-point order (``collate "C"``);
 * metadata and working memory are stored as their JSON, like ``jsonb``.
 

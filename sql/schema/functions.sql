@@ -1,4 +1,5 @@
--- Every live function but lexical_terms_v1 (which the tables need first), in
+-- Every live function but the tokenizer's (install.sql creates them before the
+-- tables, whose text_tsv calls lexical_terms_v2), in
 -- install order: SQL-language helpers before the functions whose SQL bodies
 -- call them. Each file holds one function's whole definition. Revision 0007
 -- (re)creates the functions listed here as they were at that revision.
@@ -23,6 +24,7 @@
 \ir functions/remember_batch_v1.sql
 \ir functions/lexical_score_v1.sql
 \ir functions/query_terms_v1.sql
+\ir functions/query_terms_v2.sql
 \ir functions/scoring_weights_v1.sql
 \ir functions/recency_v1.sql
 \ir functions/recall_v2.sql

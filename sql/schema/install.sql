@@ -24,8 +24,14 @@ create schema if not exists {{schema}};
 -- schema, pgvector's schema, and the caller's temporary objects last.
 {{pin_search_path}}
 
--- The tokenizer first: the entries' and chunks' generated text_tsv column calls it.
+-- The tokenizer first: the entries' and chunks' generated text_tsv column calls
+-- lexical_terms_v2, which stems with the dictionary text_search.sql creates.
+-- (lexical_terms_v1, text_tsv's tokenizer before revision 0010, is kept.)
+\ir text_search.sql
 \ir functions/lexical_terms_v1.sql
+\ir functions/lexical_cjk_tokens_v2.sql
+\ir functions/lexical_tokens_v2.sql
+\ir functions/lexical_terms_v2.sql
 \ir tables.sql
 \ir functions.sql
 

@@ -54,7 +54,7 @@ create table {{entries}} (
   created_at         timestamptz not null default now(),
   updated_at         timestamptz not null default now(),
   text_tsv           tsvector    generated always as
-                       (array_to_tsvector({{schema}}.lexical_terms_v1(text))) stored,
+                       (array_to_tsvector({{schema}}.lexical_terms_v2(text))) stored,
   primary key (tenant_id, resource_id, thread_id, id)
 );
 alter table {{entries}} alter column embedding set storage {{embedding_storage}};
@@ -129,7 +129,7 @@ create table {{rag_chunk}} (
   created_at     timestamptz not null default now(),
   updated_at     timestamptz not null default now(),
   text_tsv       tsvector    generated always as
-                   (array_to_tsvector({{schema}}.lexical_terms_v1(text))) stored,
+                   (array_to_tsvector({{schema}}.lexical_terms_v2(text))) stored,
   primary key (tenant_id, scope, generation, id)
 );
 alter table {{rag_chunk}} alter column embedding set storage {{embedding_storage}};

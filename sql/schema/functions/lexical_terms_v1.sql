@@ -1,6 +1,7 @@
--- Lexical terms: the one tokenizer for text_tsv, the lexical leg of recall and
--- the emulator (prism_memory/lexical.py mirrors it exactly). Lower-cases ASCII
--- only (collation "C"), splits on everything but ASCII letters/digits and
+-- Lexical terms, rule v1: the tokenizer of text_tsv and the lexical leg of
+-- recall before revision 0010 (lexical_terms_v2 since), and still the hash
+-- embedder's features (prism_memory/lexical.py mirrors it exactly).
+-- Lower-cases ASCII only (collation "C"), splits on everything but ASCII letters/digits and
 -- code points from U+00C0 up (minus the General Punctuation and CJK
 -- punctuation blocks), drops stopwords and terms over 64 characters, reads at
 -- most the first 200,000 characters (so a tsvector stays far below 1 MB), and

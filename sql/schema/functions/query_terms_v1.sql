@@ -6,7 +6,8 @@
 -- terms) cost 100x a typical one. The text is read in growing prefixes (the
 -- last, maybe cut, piece of a prefix left out) until 32 distinct terms are
 -- found, so a long query costs little more than a short one to tokenize.
--- prism_memory/lexical.py mirrors it.
+-- prism_memory/lexical.py mirrors it. Since revision 0010, recall and RAG
+-- lexical queries are scored by query_terms_v2.
 create or replace function {{schema}}.query_terms_v1(p_text text) returns text[]
 language plpgsql immutable strict parallel safe
 set search_path from current

@@ -1,6 +1,7 @@
--- Full-text leg: top-k chunks of one generation whose text_tsv holds any of
--- the query's lexical terms (through the GIN index), scored by the share of
--- the query's terms (query_terms_v1: at most 32) they hold (lexical_score_v1, as in recall), ties
+-- Full-text leg: top-k chunks of one generation whose text_tsv
+-- (lexical_terms_v2) holds any of the query's lexical terms (through the GIN
+-- index), scored by the share of the query's terms (query_terms_v2: at most
+-- 32; stemmed, CJK as bigrams) they hold (lexical_score_v1, as in recall), ties
 -- by id, under the filter and ACL of rag_where_v1. A query with no terms
 -- returns nothing.
 create or replace function {{schema}}.rag_lexical_query_v1(
@@ -27,7 +28,7 @@ begin
     raise exception 'the query text is % bytes, over the 64 KiB hard cap', octet_length(p_query_text)
       using errcode = 'PM006';
   end if;
-  v_terms := query_terms_v1(p_query_text);
+  v_terms := query_terms_v2(p_query_text);
   if cardinality(v_terms) = 0 then
     return;
   end if;

@@ -7,7 +7,8 @@
 -- Semantic recall over one thread, behind the consent gate, plus the entries a
 -- live share grant from p_share_parent_thread_id lets this thread read.
 --   similarity = 1 - cosine distance (pgvector <=>), in [-1, 1]
---   lexical    = share of the query's terms (query_terms_v1: at most 32) found in the entry, in [0, 1]
+--   lexical    = share of the query's terms (query_terms_v2: at most 32) found in the entry's
+--                text_tsv (lexical_terms_v2), in [0, 1]
 --   score      = similarity + 0.25 * lexical
 -- Only injectable entries take part: visible, not revoked, not held, not
 -- tombstoned (an indexed NOT EXISTS), explicitly consented when
@@ -62,7 +63,7 @@ declare
   v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
   v_weights record := scoring_weights_v1(p_recency_weight, p_importance_weight, p_half_life_ms);
   v_scored boolean := p_recency_weight is not null or p_importance_weight is not null;
-  v_terms text[] := query_terms_v1(coalesce(p_query_text, ''));
+  v_terms text[] := query_terms_v2(coalesce(p_query_text, ''));
   -- Any-term query: terms hold no quote or backslash, so quote_literal is a safe operand.
   v_any_term tsquery := (select string_agg(quote_literal(term), ' | ')::tsquery from unnest(v_terms) as term);
 begin

@@ -1,0 +1,16 @@
+-- prism-memory at head: the text search dictionary the lexical terms stem
+-- with (lexical_tokens_v2; sql/schema/install.sql includes this file before
+-- the tokenizer). It is Snowball's Porter stemmer (PostgreSQL's snowball
+-- template, language porter) with no stopwords of its own, so ts_lexize gives
+-- a stem for every word; the tokenizer drops its own stopwords first. Porter,
+-- not Snowball's english (Porter2): the Porter algorithm is frozen, so every
+-- PostgreSQL release and the pure-Python snowballstemmer that the emulator
+-- stems with give the same stems, while english changes from one Snowball
+-- snapshot to the next (PostgreSQL 18's is in no snowballstemmer release).
+--
+-- Under Citus the dictionary must exist on every node: lexical_tokens_v2
+-- names it by a constant, so pg_depend records it as a dependency of that
+-- function, and Citus creates it on each worker before the function
+-- (create_distributed_function, create_distributed_table of a table whose
+-- text_tsv calls it; prism_memory.citus.distribute).
+create text search dictionary {{schema}}.porter_stem_v1 (template = pg_catalog.snowball, language = porter);
