@@ -91,7 +91,9 @@ def distribute(dsn: str, config=None, *, shard_count: int | None = None) -> Dist
     extension, when the install has tenant-bound roles (role OIDs differ from
     node to node, so a binding cannot follow a role there: docs/scaling.md),
     or when Citus refuses a step; :class:`SchemaVersionError` when the
-    install is not at this package's revision.
+    install is missing, or at a revision before :data:`FIRST_REVISION` or
+    after this package's (an install downgraded to an older Citus revision
+    is distributed again as that revision has it).
     """
     import psycopg
     from psycopg import sql
@@ -109,9 +111,10 @@ def distribute(dsn: str, config=None, *, shard_count: int | None = None) -> Dist
             if conn.execute("select pg_catalog.to_regclass(%s) is null", (names["entries"],)).fetchone()[0]:
                 raise SchemaVersionError(f"schema {config.schema!r} holds no install here: migrate it first")
             version = installed_revision(conn, config.schema)
-            if version is None or int(version) != SCHEMA_VERSION:
+            if version is None or not FIRST_REVISION <= int(version) <= SCHEMA_VERSION:
                 raise SchemaVersionError(
-                    f"schema {config.schema!r} is at revision {version}, not {SCHEMA_VERSION}: migrate it first")
+                    f"schema {config.schema!r} is at revision {version}; distribute() takes revisions "
+                    f"{FIRST_REVISION:04d} to {SCHEMA_VERSION:04d}: migrate it first")
             if conn.execute(sql.SQL("select exists (select 1 from {})").format(sql.SQL(names["tenant_binding"]))).fetchone()[0]:
                 raise ConfigurationError(
                     "this install has tenant-bound roles; bindings are kept by role OID, which differs from node to node, "
@@ -123,7 +126,8 @@ def distribute(dsn: str, config=None, *, shard_count: int | None = None) -> Dist
                     conn.execute("select create_reference_table(%s)", (names[key],))
                     distributed.append(names[key])
             for key in DISTRIBUTED_TABLES:
-                if _regclass_text(conn, names[key]) in done:
+                table = _regclass_text(conn, names[key])
+                if table in done or (table is None and int(version) < SCHEMA_VERSION):  # a table a later revision adds
                     continue
                 conn.execute(
                     "select create_distributed_table(%s, 'tenant_id', colocate_with => %s, shard_count => %s)",

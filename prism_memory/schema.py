@@ -196,9 +196,10 @@ def revision_steps(revision: str) -> tuple[Callable[..., None], Callable[..., No
     def run(parts: tuple[str, str], schema_config: SchemaConfig) -> None:
         for part in parts:
             sql = render_revision(revision, schema_config, part)
-            if sql:
-                # Straight to psycopg: no bind-parameter or percent processing of the DDL.
-                connection().execute(sql)
+            # Straight to psycopg, one statement at a time (sql_source.split_statements says why):
+            # no bind-parameter or percent processing of the DDL.
+            for statement in sql_source.split_statements(sql):
+                connection().execute(statement)
 
     def upgrade(schema_config: SchemaConfig) -> None:
         run(("upgrade", "vector_search"), schema_config)

@@ -266,6 +266,43 @@ def expand(path: Path, revision: str | None) -> str:
     return _INCLUDE.sub(lambda match: included((path.parent / match.group(1)).resolve()), text)
 
 
+#: One lexical unit of a SQL script that a semicolon inside it does not end: a comment, a quoted
+#: string or identifier (doubled quotes inside), a dollar-quoted body (``$$ ... $$``, ``$tag$ ... $tag$``),
+#: or a word that opens or closes a block of a ``BEGIN ATOMIC`` body.
+_SQL_UNIT = re.compile(
+    r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|(\$[A-Za-z_]*\$).*?\1|\b(?:begin|case|end)\b|;",
+    re.S | re.I)
+_COMMENTS = r"(?:\s|--[^\n]*|/\*.*?\*/)*"
+_ROUTINE = re.compile(_COMMENTS + r"create\s+(?:or\s+replace\s+)?(?:function|procedure)\b.*", re.S | re.I)
+_ONLY_COMMENTS = re.compile(_COMMENTS, re.S)
+
+
+def split_statements(script: str) -> list[str]:
+    """The statements of a rendered SQL script (this package's own), in order, each without its ``;``.
+
+    A semicolon ends a statement unless it is inside a comment, a quoted string
+    or identifier, a dollar-quoted body, or (as psql counts them) the
+    ``BEGIN ... END`` and ``CASE ... END`` blocks of a function's ``BEGIN
+    ATOMIC`` body; pieces holding only comments and white space are left out.
+    The migrations send a revision one statement at a time because Citus,
+    given several statements in one query string, sends the whole string to
+    the workers as the text of each table's DDL, which they refuse ("cannot
+    insert multiple commands into a prepared statement").
+    """
+    statements, start, depth = [], 0, 0
+    for unit in _SQL_UNIT.finditer(script):
+        word = unit.group().lower()
+        if word in ("begin", "case") and _ROUTINE.fullmatch(script, start, unit.start()):
+            depth += 1
+        elif word == "end" and depth:
+            depth -= 1
+        elif word == ";" and not depth:
+            statements.append(script[start:unit.start()])
+            start = unit.end()
+    statements.append(script[start:])
+    return [statement for statement in statements if not _ONLY_COMMENTS.fullmatch(statement)]
+
+
 def revision_template(revision: str, part: str) -> str | None:
     """One part of a revision, expanded, or ``None`` when that file does not exist.
 

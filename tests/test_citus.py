@@ -171,7 +171,7 @@ def test_a_migration_delegates_again_what_it_re_creates(pg_dsn):
 
 
 @citus_only
-@pytest.mark.parametrize("target", [f"{FIRST_REVISION - 1:04d}", "base", "-1"])
+@pytest.mark.parametrize("target", [f"{FIRST_REVISION - 1:04d}", "base", f"-{len(REVISIONS) - FIRST_REVISION + 1}"])
 def test_a_distributed_install_refuses_to_go_below_the_first_citus_revision(pg_dsn, target):
     with pytest.raises(ConfigurationError, match="cannot be downgraded"):
         downgrade(pg_dsn, TEST_CONFIG, target)

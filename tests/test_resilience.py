@@ -26,7 +26,7 @@ from prism_memory import (
 from prism_memory.embedded import database_url, ensure_database, start_embedded_server
 from prism_memory.types import RagChunk
 
-from conftest import TEST_DIMENSIONS
+from conftest import CITUS, TEST_DIMENSIONS, citus_placement
 
 SCOPE = Scope("t", "r", "th")
 
@@ -100,24 +100,39 @@ async def blocked_call(pg_dsn, stores, call):
 
     Returns the call's outcome and whether a second copy of the statement reached the server (it would wait
     on the same lock) before the lock was lifted.
+
+    On the Citus lane the call is delegated to the worker holding the tenant's shard, where it waits on a
+    lock of that shard; the backend terminated is the client's, on the coordinator (whether a lock on the
+    coordinator's shell table also blocks a delegated call depends on what that backend has cached).
     """
-    with psycopg.connect(pg_dsn) as locker, psycopg.connect(pg_dsn, autocommit=True) as admin:
-        locker.execute("lock table prism_memory.semantic_memory in access exclusive mode")
+    table = "prism_memory.semantic_memory"
+    lock_dsn, locked = (citus_placement(pg_dsn, table, SCOPE.tenant_id), None) if CITUS else ((pg_dsn, None), table)
+    lock_dsn, shard = lock_dsn
+    locked = locked or f"{table}_{shard}"
+    with psycopg.connect(lock_dsn) as locker, psycopg.connect(lock_dsn, autocommit=True) as watcher, \
+            psycopg.connect(pg_dsn, autocommit=True) as admin:
+        if CITUS:  # a lock is not a change, but Citus guards shards against both
+            locker.execute("set local citus.enable_manual_changes_to_shards = on")
+        locker.execute(f"lock table {locked} in access exclusive mode")
         task = asyncio.create_task(call())
         waiting = "select pid from pg_stat_activity where wait_event_type = 'Lock' and pid <> %s"
         pid = None
         for _ in range(500):
-            if rows := admin.execute(waiting, (locker.info.backend_pid,)).fetchall():
+            if rows := watcher.execute(waiting, (locker.info.backend_pid,)).fetchall():
                 pid = rows[0][0]
                 break
             await asyncio.sleep(0.01)
         assert pid is not None, "the call never reached the lock"
+        if CITUS:  # the client's backend: the one active call on the coordinator but this one
+            pid = admin.execute("select pid from pg_stat_activity where datname = current_database() "
+                                "and state = 'active' and backend_type = 'client backend' and pid <> pg_backend_pid() "
+                                "and query like '%%prism_memory%%'").fetchone()[0]
         admin.execute("select pg_terminate_backend(%s::int, 5000)", (pid,))
         resent = False
         for _ in range(100):  # a re-sent statement waits on the lock again; give it time to arrive
             if task.done():
                 break
-            if admin.execute(waiting, (locker.info.backend_pid,)).fetchall():
+            if watcher.execute(waiting, (locker.info.backend_pid,)).fetchall():
                 resent = True
                 break
             await asyncio.sleep(0.01)

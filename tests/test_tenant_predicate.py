@@ -426,7 +426,8 @@ def test_the_partitioned_install_is_the_normal_install_but_for_partitions(partit
         with psycopg.connect(pg_dsn) as conn:
             shards = {row[0] for row in conn.execute(
                 "select c.relname || '_' || s.shardid from pg_dist_shard s join pg_dist_placement p using (shardid) "
-                "join pg_class c on c.oid = s.logicalrelid where p.groupid = 0")}
+                "join pg_class c on c.oid = s.logicalrelid where p.groupid = 0 "
+                "and c.relnamespace = pg_catalog.to_regnamespace(%s)", (TEST_CONFIG.schema,))}
         assert shards and [row for row in normal if row[1] in shards] == [("type", shard, "c") for shard in sorted(shards)]
         normal = [row for row in normal if row[1] not in shards]
     assert as_unpartitioned(catalog(partitioned_dsn)) == normal
