@@ -5,7 +5,8 @@ ties them together: the store Protocol method (``prism_memory.stores``), which
 both the emulator and the Postgres adapter implement; the named query that
 the Postgres adapter sends (``prism_memory.postgres.queries.Queries``); and
 the versioned SQL function it calls, whose live definition is
-``sql/schema/functions/<function>.sql``. ``tests/test_operations.py`` checks
+``sql/schema/functions/<function>.sql``. :data:`GUARDS` lists the checks sent
+before some operations in the same transaction (the embedding-model guard). ``tests/test_operations.py`` checks
 that all four name the same operations, and :data:`API_FUNCTIONS` (what an
 application role may execute) is derived from here.
 """
@@ -76,8 +77,37 @@ OPERATIONS: tuple[Operation, ...] = (
               "text, text, text, text[], bigint"),
 )
 
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """A check the Postgres store sends before an operation's own function, on the same connection.
+
+    ``query``: the field of ``Queries`` holding its statement; ``function``: the SQL function it calls
+    (tenant first), with its identity argument types in ``arguments``; ``before``: the ``VectorStore``
+    methods it guards. Before a write it runs in the write's transaction (so what it checked holds until
+    the write commits); before a read, in the same round trip (a pipeline). The stores send it only when
+    the call names an :class:`~prism_memory.types.EmbeddingModel` (an embedder with a ``model_id``).
+    """
+
+    query: str
+    function: str
+    arguments: str
+    before: tuple[str, ...]
+
+
+GUARDS: tuple[Guard, ...] = (
+    Guard("use_embedding_model", "use_embedding_model_v1", "text, text[], text[], text, integer, boolean",
+          ("remember", "remember_batch", "correct", "reembed")),
+    Guard("check_embedding_model", "check_embedding_model_v1", "text, text, text, text, integer, text, timestamptz",
+          ("recall",)),
+)
+
 #: The functions an application calls, with their argument types: ``install_info_v1`` (which the
-#: Python caller checks first, executable by anyone) and every operation's function (SECURITY DEFINER).
-API_FUNCTIONS: tuple[tuple[str, str], ...] = (("install_info_v1", ""),) + tuple(
-    (operation.function, operation.arguments) for operation in OPERATIONS
+#: Python caller checks first, executable by anyone), every operation's function and every guard's
+#: (SECURITY DEFINER).
+API_FUNCTIONS: tuple[tuple[str, str], ...] = (
+    (("install_info_v1", ""),)
+    + tuple((operation.function, operation.arguments) for operation in OPERATIONS)
+    + tuple((guard.function, guard.arguments) for guard in GUARDS)
 )

@@ -80,7 +80,12 @@ async def pooled_connection(pool: AsyncConnectionPool, checked: bool) -> AsyncIt
 
 
 async def fetch(
-    pool: AsyncConnectionPool, query: Any, params: Sequence[Any], read: bool = False, in_transaction: bool = False
+    pool: AsyncConnectionPool,
+    query: Any,
+    params: Sequence[Any],
+    read: bool = False,
+    in_transaction: bool = False,
+    guard: tuple[Any, Sequence[Any]] | None = None,
 ) -> list[tuple[Any, ...]]:
     """Run one statement on a pooled connection and return its rows (rules 1-3 above).
 
@@ -92,6 +97,10 @@ async def fetch(
     isolation level (a database-level ``repeatable read`` reaches the workers,
     a session ``SET`` does not, and the writers refuse it, PM017), while Citus
     opens a transaction block on the worker at the coordinator's level.
+    ``guard``: a ``(query, params)`` statement sent first, on the same connection, in one pipeline
+    (one round trip for both; :data:`prism_memory.operations.GUARDS`). Before a write, both run in one
+    transaction, so nothing is written when the guard raises, and what it checked holds until the write
+    commits; before a read, the read is not run when the guard raises.
     psycopg errors become the package's typed errors
     (:func:`prism_memory.postgres.errors.translate`), the original as ``__cause__``.
     """
@@ -100,6 +109,8 @@ async def fetch(
         try:
             async with pooled_connection(pool, checked=not read or send > 1) as conn:
                 sent = True
+                if guard is not None:
+                    return await _guarded(conn, guard, query, params, read)
                 async with conn.transaction() if in_transaction else nullcontext():
                     cursor = await conn.execute(query, params)
                     return await cursor.fetchall()
@@ -107,3 +118,14 @@ async def fetch(
             if not (read and sent and send < READ_SENDS and database_unavailable(exc)):
                 raise translate(exc) from exc
     raise AssertionError("unreachable")
+
+
+async def _guarded(
+    conn: psycopg.AsyncConnection, guard: tuple[Any, Sequence[Any]], query: Any, params: Sequence[Any], read: bool
+) -> list[tuple[Any, ...]]:
+    """The guard, then the statement, pipelined on ``conn``; a write's pair in one transaction."""
+    async with conn.pipeline():
+        async with nullcontext() if read else conn.transaction():
+            await conn.execute(*guard)
+            cursor = await conn.execute(query, params)
+            return await cursor.fetchall()

@@ -38,6 +38,8 @@ class Queries:
     rag_set_generation: sql.Composed
     rag_set_source_access: sql.Composed
     rag_check_source_access: sql.Composed
+    use_embedding_model: sql.Composed
+    check_embedding_model: sql.Composed
 
 
 #: The columns of a RAG match (rag_query_v1, rag_lexical_query_v1), in order.
@@ -177,6 +179,15 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
         rag_set_source_access=q(
             "select {s}.rag_set_source_access_v1(p_tenant_id => %s::text, p_source_id => %s::text, "
             "p_principal_ids => %s::text[], p_group_ids => %s::text[], p_access_version => %s::bigint)"
+        ),
+        use_embedding_model=q(
+            "select {s}.use_embedding_model_v1(p_tenant_id => %s::text, p_resource_ids => %s::text[], "
+            "p_thread_ids => %s::text[], p_model_id => %s::text, p_dimensions => %s::integer, p_switch => %s::boolean)"
+        ),
+        check_embedding_model=q(
+            "select {s}.check_embedding_model_v1(p_tenant_id => %s::text, p_resource_id => %s::text, "
+            "p_thread_id => %s::text, p_model_id => %s::text, p_dimensions => %s::integer, "
+            "p_share_parent_thread_id => %s::text, p_now => %s::timestamptz)"
         ),
         rag_check_source_access=q(
             "select {s}.rag_check_source_access_v1(p_tenant_id => %s::text, p_source_id => %s::text, "
