@@ -14,9 +14,11 @@ same questions and the same vectors, three baselines rank each thread's turns:
 (all-MiniLM-L6-v2, the ``local`` extra: install ``torch==2.13.0`` first). Each
 text is embedded once (entries with ``embed``, questions with ``embed_query``)
 and both backends get the same vectors. ``--limit N`` keeps the first N
-conversations (a slice for CI). ``--embed-text plain`` embeds each turn
-without its ``"Speaker: "`` prefix (the stored text, and so the lexical leg,
-keeps it): a probe of how speaker names move the dense leg.
+conversations (a slice for CI). ``--embed-text`` probes how the text given to
+the model moves the dense leg (the stored text, and so the lexical leg, stays
+``"Speaker: text"``): ``speaker`` (default) embeds the stored text, ``plain``
+drops the ``"Speaker: "`` prefix, ``window`` puts the previous turn before the
+turn, ``dated`` puts the session's date before it.
 
 Evidence recall@k of one question = (distinct evidence turns among the top k
 hits) / (distinct evidence turns of the question); the reported value is the
@@ -30,7 +32,8 @@ swapped pair (and every id in only one top 25) within 1e-6 in score.
 
     .venv/bin/python bench/locomo.py [--embedder hash|minilm] [--limit N] [--input PATH] [--dimensions 256] [--dsn URL]
 
-The last stdout line is a JSON object; progress and tables go to stderr.
+The last stdout line is a JSON object; progress and tables go to stderr. The exit code is 1 when a ranking
+differs between the backends beyond a tie.
 """
 
 from __future__ import annotations
@@ -91,21 +94,36 @@ def resolve_evidence(conversations: list[Conversation]) -> tuple[dict, dict]:
     return resolved, stats
 
 
+def embedded_texts(conversations: list[Conversation], mode: str) -> dict[str, str]:
+    """What the model is given for each stored turn text under ``--embed-text mode`` (the first turn wins when
+    two turns share a text)."""
+    rewrite: dict[str, str] = {}
+    for conv in conversations:
+        previous = ""
+        for entry in conv.entries:
+            text = {"speaker": entry.text, "plain": _SPEAKER.sub("", entry.text, count=1),
+                    "window": f"{previous} {entry.text}".strip(),
+                    "dated": f"[{entry.metadata.get('session_date_time')}] {entry.text}"}[mode]
+            rewrite.setdefault(entry.text, text)
+            previous = entry.text
+    return rewrite
+
+
 class PrecomputedEmbedder:
     """The benchmark's embedder, computed once: the vectors of every turn and question, served to both backends
-    and the dense baseline. It keeps the model's identity (``model_id``, ``dimensions``); ``plain`` embeds a turn
-    without its speaker prefix."""
+    and the dense baseline. It keeps the model's identity (``model_id``, ``dimensions``); ``rewrite`` maps a
+    stored turn text to the text the model embeds (:func:`embedded_texts`)."""
 
-    def __init__(self, model, plain: bool) -> None:
+    def __init__(self, model, rewrite: dict[str, str]) -> None:
         self.model = model
         self.dimensions = model.dimensions
         self.model_id = getattr(model, "model_id", None)
-        self.plain = plain
+        self.rewrite = rewrite
         self.documents: dict[str, list[float]] = {}
         self.queries: dict[str, list[float]] = {}
 
     def document_text(self, text: str) -> str:
-        return _SPEAKER.sub("", text, count=1) if self.plain else text
+        return self.rewrite.get(text, text)
 
     async def compute(self, texts: list[str], questions: list[str]) -> None:
         started = time.perf_counter()
@@ -252,7 +270,7 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         f"evidence ids: {stats['evidence_ids']}, {stats['normalised_evidence']} matched after normalising "
         f"'D:N:M'/'DN:0M' to 'DN:M', {stats['unmatched_evidence']} match no turn: {', '.join(stats['unmatched_ids'])}"
     )
-    embedder = PrecomputedEmbedder(build_embedder(args), args.embed_text == "plain")
+    embedder = PrecomputedEmbedder(build_embedder(args), embedded_texts(conversations, args.embed_text))
     model = embedding_model(embedder)
     log(f"embedder: {args.embedder} ({model.model_id if model else 'no model id'}, {embedder.dimensions} dimensions)")
     await embedder.compute([entry.text for conv in conversations for entry in conv.entries],
@@ -267,8 +285,8 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
     ranked.update(baselines(conversations, embedder))
 
     tables = {name: recall_table(ranked[name], resolved, categories) for name in RETRIEVERS}
-    log(f"\nevidence recall@k (mean over questions), top_k={TOP_K}, {args.embedder} embedder ({dimensions} dims)"
-        + (", turns embedded without speaker names" if embedder.plain else ""))
+    log(f"\nevidence recall@k (mean over questions), top_k={TOP_K}, {args.embedder} embedder ({dimensions} dims), "
+        f"turns embedded as --embed-text {args.embed_text}")
     log(f"{'category':>9} {'questions':>9}  {'retriever':9} " + " ".join(f"{'@' + str(k):>6}" for k in KS))
     for group, (_, count) in tables["postgres"].items():
         for name in RETRIEVERS:
@@ -313,8 +331,9 @@ def main() -> None:
                         help="hash (default) or minilm: all-MiniLM-L6-v2 (the local extra)")
     parser.add_argument("--dimensions", type=int, default=256, help="hash-embedder width (default 256)")
     parser.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N conversations (a CI slice)")
-    parser.add_argument("--embed-text", choices=("speaker", "plain"), default="speaker",
-                        help="embed each turn as stored, 'Speaker: text' (default), or without the speaker prefix")
+    parser.add_argument("--embed-text", choices=("speaker", "plain", "window", "dated"), default="speaker",
+                        help="what the model embeds of a turn: as stored, 'Speaker: text' (default); without the "
+                             "speaker; after the previous turn; after the session date")
     parser.add_argument("--dsn", help="local postgresql:// URL (default: a throw-away embedded server)")
     args = parser.parse_args()
     if args.limit is not None and args.limit < 1:
@@ -322,6 +341,8 @@ def main() -> None:
     with local_postgres(args.dsn) as dsn, scratch_schema(dsn, "bench_locomo") as schema:
         result = asyncio.run(run(args, dsn, schema))
     emit(result)
+    if result["rankings_differing_beyond_ties"]:
+        raise SystemExit("the emulator and Postgres ranked some questions differently beyond a float32/float64 tie")
 
 
 if __name__ == "__main__":
