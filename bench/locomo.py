@@ -26,6 +26,11 @@ plain mean over questions (macro average). Evidence ids that match no turn even
 after normalisation are left out of the denominators and counted in
 ``unmatched_evidence``; questions left with no evidence are not scored.
 
+``--sweep`` adds an analysis, not a product setting: recall@1/@10 of the
+default score's form, similarity + w x lexical (the share of query terms,
+``prism_memory.lexical``), for other weights w than the product's 0.25,
+computed in Python from the same vectors and terms.
+
 The emulator scores in float64 what pgvector sums in float32: where the two
 rankings of a question differ, the difference is checked to be a tie, every
 swapped pair (and every id in only one top 25) within 1e-6 in score.
@@ -213,6 +218,30 @@ def baselines(conversations: list[Conversation], embedder: PrecomputedEmbedder) 
     return ranked
 
 
+SWEEP_WEIGHTS = (0.0, 0.1, 0.25, 0.4, 0.5, 0.75, 1.0)
+
+
+def weight_sweep(conversations: list[Conversation], embedder: PrecomputedEmbedder) -> dict[float, dict]:
+    """Rankings by similarity + w * lexical (the default score's form) for each of :data:`SWEEP_WEIGHTS`."""
+    from prism_memory.lexical import lexical_terms, query_terms
+
+    ranked: dict[float, dict] = {weight: {} for weight in SWEEP_WEIGHTS}
+    for conv in conversations:
+        ids = [entry.id for entry in conv.entries]
+        sequences = [entry.sequence for entry in conv.entries]
+        terms = [frozenset(lexical_terms(entry.text)) for entry in conv.entries]
+        matrix = np.array([embedder.documents[embedder.document_text(entry.text)] for entry in conv.entries])
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        for thread_conv, index, question in questions_of([conv]):
+            query = np.asarray(embedder.queries[question.question])
+            similarity = matrix @ (query / np.linalg.norm(query))
+            wanted = set(query_terms(question.question))
+            lexical = np.array([len(wanted & entry) / len(wanted) if wanted else 0.0 for entry in terms])
+            for weight in SWEEP_WEIGHTS:
+                ranked[weight][(thread_conv.thread_id, index)] = top(ids, similarity + weight * lexical, sequences)
+    return ranked
+
+
 def recall_table(ranked: dict, resolved: dict, categories: dict) -> dict:
     """Mean evidence recall@k per category (key 0 = all scored questions) and question counts."""
     sums: dict[int, list[float]] = defaultdict(lambda: [0.0] * len(KS))
@@ -303,6 +332,13 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         str(group): {name: [round(value, 4) for value in tables[name][group][0]] for name in RETRIEVERS}
         for group in tables["postgres"] if group
     }
+    if args.sweep:
+        sweep = {weight: recall_table(ranking, resolved, categories)[0][0] for weight, ranking in
+                 weight_sweep(conversations, embedder).items()}
+        log("similarity + w x lexical (analysis; the product's w is 0.25):")
+        for weight, values in sweep.items():
+            log(f"  w={weight:<5} " + " ".join(f"@{k} {value:.3f}" for k, value in zip(KS, values)))
+        result["lexical_weight_sweep"] = {str(weight): [round(value, 4) for value in values] for weight, values in sweep.items()}
     result.update(
         questions=tables["postgres"][0][1],
         questions_without_evidence=sum(1 for evidence in resolved.values() if not evidence),
@@ -334,6 +370,8 @@ def main() -> None:
     parser.add_argument("--embed-text", choices=("speaker", "plain", "window", "dated"), default="speaker",
                         help="what the model embeds of a turn: as stored, 'Speaker: text' (default); without the "
                              "speaker; after the previous turn; after the session date")
+    parser.add_argument("--sweep", action="store_true",
+                        help="also rank by similarity + w x lexical for other weights w (an analysis)")
     parser.add_argument("--dsn", help="local postgresql:// URL (default: a throw-away embedded server)")
     args = parser.parse_args()
     if args.limit is not None and args.limit < 1:
