@@ -18,7 +18,7 @@ conversations (a slice for CI). ``--embed-text`` probes how the text given to
 the model moves the dense leg (the stored text, and so the lexical leg, stays
 ``"Speaker: text"``): ``speaker`` (default) embeds the stored text, ``plain``
 drops the ``"Speaker: "`` prefix, ``window`` puts the previous turn before the
-turn, ``dated`` puts the session's date before it.
+turn, ``dated`` puts the session's date before it, ``dated-window`` both.
 
 Evidence recall@k of one question = (distinct evidence turns among the top k
 hits) / (distinct evidence turns of the question); the reported value is the
@@ -106,9 +106,10 @@ def embedded_texts(conversations: list[Conversation], mode: str) -> dict[str, st
     for conv in conversations:
         previous = ""
         for entry in conv.entries:
+            date = f"[{entry.metadata.get('session_date_time')}]"
             text = {"speaker": entry.text, "plain": _SPEAKER.sub("", entry.text, count=1),
-                    "window": f"{previous} {entry.text}".strip(),
-                    "dated": f"[{entry.metadata.get('session_date_time')}] {entry.text}"}[mode]
+                    "window": f"{previous} {entry.text}".strip(), "dated": f"{date} {entry.text}",
+                    "dated-window": f"{date} {previous} {entry.text}".replace("  ", " ")}[mode]
             rewrite.setdefault(entry.text, text)
             previous = entry.text
     return rewrite
@@ -367,9 +368,9 @@ def main() -> None:
                         help="hash (default) or minilm: all-MiniLM-L6-v2 (the local extra)")
     parser.add_argument("--dimensions", type=int, default=256, help="hash-embedder width (default 256)")
     parser.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N conversations (a CI slice)")
-    parser.add_argument("--embed-text", choices=("speaker", "plain", "window", "dated"), default="speaker",
+    parser.add_argument("--embed-text", choices=("speaker", "plain", "window", "dated", "dated-window"), default="speaker",
                         help="what the model embeds of a turn: as stored, 'Speaker: text' (default); without the "
-                             "speaker; after the previous turn; after the session date")
+                             "speaker; after the previous turn; after the session date; after both")
     parser.add_argument("--sweep", action="store_true",
                         help="also rank by similarity + w x lexical for other weights w (an analysis)")
     parser.add_argument("--dsn", help="local postgresql:// URL (default: a throw-away embedded server)")
