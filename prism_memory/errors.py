@@ -71,7 +71,7 @@ class EmbeddingModelMismatchError(PrismMemoryError):
     Each thread records the model identity and width of the embedder that wrote it
     (``use_embedding_model_v1``); a write or recall with another model of the same width would mix two
     vector spaces, so it is refused and nothing changes. Switch a thread's model with
-    :meth:`~prism_memory.memory.Memory.rebuild_index` run with the new embedder (docs/api.md, "Embedders").
+    :meth:`~prism_memory.memory.Memory.rebuild_index` run with the new embedder (docs/embedders.md, "The embedding-model guard").
     """
 
 

@@ -284,7 +284,7 @@ class Memory:
         option out of range. Score and ordering: README, "Recall score".
         The query is embedded with the embedder's ``embed_query`` when it has one (else ``embed``);
         an embedder with a ``model_id`` other than the one the thread recorded (same width) raises
-        :class:`EmbeddingModelMismatchError` (docs/api.md, "The embedding-model guard").
+        :class:`EmbeddingModelMismatchError` (docs/embedders.md, "The embedding-model guard").
         """
         scope = self._thread_scope()
         top_k = check_int_option("top_k", self.limits.top_k if top_k is None else top_k, 1, HARD_CAPS["top_k"])

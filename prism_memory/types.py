@@ -106,7 +106,7 @@ class EmbeddingModel:
 
     ``model_id``: the embedder's ``model_id`` (a non-blank string of at most 256 UTF-8 bytes, e.g.
     ``"sentence-transformers/all-MiniLM-L6-v2"``); ``dimensions``: its width. Two embedders with the same
-    ``model_id`` and width are taken to share one vector space (docs/api.md, "The embedding-model guard").
+    ``model_id`` and width are taken to share one vector space (docs/embedders.md, "The embedding-model guard").
     """
 
     model_id: str

@@ -93,7 +93,7 @@ create policy tenant_isolation on {{invalidation}}
 
 -- The embedding model of each thread: the model id and width of the embedder
 -- whose vectors the thread's entries hold, recorded by use_embedding_model_v1
--- in the transaction of each guarded write (docs/api.md, "The embedding-model
+-- in the transaction of each guarded write (docs/embedders.md, "The embedding-model
 -- guard"). A thread written only by embedders without an identity has no row.
 create table {{embedding_model}} (
   tenant_id   text        not null,
