@@ -7,8 +7,8 @@ computed before the clock starts, so ``ingest_entries_per_s`` measures the
 store writes only (``PostgresVectorStore.remember`` batches of 128). Then it
 runs ``VACUUM (ANALYZE)`` (as autovacuum would after a bulk load), times ``PostgresVectorStore.recall`` (top_k=8) on the main
 thread from the client, plain and with composite scoring (``RecallScoringOptions(0.3, 0.2,
-7 days)``) and with the embedding-model guard (``model=``: ``check_embedding_model_v1`` pipelined before
-``recall_v2``), times a one-entry ``remember`` without and with the guard, and reads the plan recall_v2 runs
+7 days)``) and with the embedding-model guard (``model=``: ``recall_guarded_v1``, the check then
+``recall_v2`` in one call), times a one-entry ``remember`` without and with the guard, and reads the plan recall_v2 runs
 via auto_explain.
 
     .venv/bin/python bench/latency.py [--dsn URL] [--entries 1000] [--other-threads 20]
@@ -193,7 +193,7 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries)
         scored_timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries, SCORING)
         # The embedding-model guard: the main thread records the hash embedder's model (a one-entry rebuild
-        # page), then recall sends check_embedding_model_v1 before recall_v2, in the same round trip.
+        # page), then recall calls recall_guarded_v1 (the check, then recall_v2) instead of recall_v2.
         model = embedding_model(embedder)
         first = threads[0][1][0]
         await stores.vector_store.reembed(main_scope, [first.id], [first.text], [first.embedding], model=model)

@@ -81,26 +81,29 @@ OPERATIONS: tuple[Operation, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class Guard:
-    """A check the Postgres store sends before an operation's own function, on the same connection.
+    """The embedding-model guard of some ``VectorStore`` operations, which the Postgres store sends only when
+    the call names an :class:`~prism_memory.types.EmbeddingModel` (an embedder with a ``model_id``).
 
     ``query``: the field of ``Queries`` holding its statement; ``function``: the SQL function it calls
-    (tenant first), with its identity argument types in ``arguments``; ``before``: the ``VectorStore``
-    methods it guards. Before a write it runs in the write's transaction (so what it checked holds until
-    the write commits); before a read, in the same round trip (a pipeline). The stores send it only when
-    the call names an :class:`~prism_memory.types.EmbeddingModel` (an embedder with a ``model_id``).
+    (tenant first), with its identity argument types in ``arguments``; ``methods``: the operations it
+    guards. ``replaces``: ``False``, its statement is sent first, in the operation's transaction (the
+    writes: what it checked holds until the write commits); ``True``, its function checks and then calls
+    the operation's own function, and its statement is sent instead (recall: no extra statement).
     """
 
     query: str
     function: str
     arguments: str
-    before: tuple[str, ...]
+    methods: tuple[str, ...]
+    replaces: bool
 
 
 GUARDS: tuple[Guard, ...] = (
     Guard("use_embedding_model", "use_embedding_model_v1", "text, text[], text[], text, integer, boolean",
-          ("remember", "remember_batch", "correct", "reembed")),
-    Guard("check_embedding_model", "check_embedding_model_v1", "text, text, text, text, integer, text, timestamptz",
-          ("recall",)),
+          ("remember", "remember_batch", "correct", "reembed"), replaces=False),
+    Guard("recall_guarded", "recall_guarded_v1",
+          f"{_SCOPE}, text, integer, vector, text, integer, integer, boolean, text, timestamptz, "
+          "double precision, double precision, double precision, boolean", ("recall",), replaces=True),
 )
 
 #: The functions an application calls, with their argument types: ``install_info_v1`` (which the

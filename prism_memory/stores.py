@@ -38,7 +38,7 @@ class VectorStore(Protocol):
     ``model`` (an :class:`EmbeddingModel`, or ``None`` for an embedder without an identity, which keeps
     the width rule alone) is the embedding-model guard: a write's embeddings, or a recall's query
     embedding, come from that model. The thread's recorded model is checked in the same transaction as
-    the write (``use_embedding_model_v1``) or just before the recall (``check_embedding_model_v1``), and
+    the write (``use_embedding_model_v1``) or in the recall's own call (``recall_guarded_v1``), and
     another model of the same width raises :class:`~prism_memory.errors.EmbeddingModelMismatchError`, nothing changed;
     ``reembed`` switches the thread's record to ``model`` instead (``rebuild_index``).
     """

@@ -280,5 +280,29 @@ def test_the_sql_guard_refuses_a_blank_model_id_and_bad_threads(pg_dsn):
             assert raised.value.sqlstate == state, arguments
             conn.rollback()
         with pytest.raises(psycopg.Error) as raised:
-            conn.execute("select prism_memory.check_embedding_model_v1('t1', 'r', 'th', '', 64)")
+            conn.execute("select * from prism_memory.recall_guarded_v1('t1', 'r', 'th', '', 64, "
+                         "array_fill(1, array[64])::vector, 'q')")
         assert raised.value.sqlstate == "PM017"
+
+
+async def test_refused_writes_leave_the_connection_usable(pg_dsn):
+    """A write refused in its pipeline must not leave psycopg thinking a statement was prepared: more refusals
+    than psycopg's prepare threshold (5), then good writes, on a pool of one connection."""
+    from prism_memory import create_memory
+
+    stores = await create_postgres_memory_stores(pg_dsn, dimensions=TEST_DIMENSIONS, skip_migrations=True,
+                                                 max_pool_size=1)
+    try:
+        def memory(embedder):
+            return create_memory(tenant_id="t1", resource_id="user", thread_id="one", embedder=embedder,
+                                 vector_store=stores.vector_store, working_store=stores.working_store)
+
+        good, other = memory(create_hash_embedder(TEST_DIMENSIONS)), memory(OtherModel())
+        await good.remember(entries(), wait=True)
+        for attempt in range(8):
+            with pytest.raises(EmbeddingModelMismatchError):
+                await other.remember([{"id": f"x{attempt}", "text": "refused"}], wait=True)
+            await good.remember([{"id": f"g{attempt}", "text": f"accepted {attempt}"}], wait=True)
+        assert await stores.vector_store.count_by_thread(Scope("t1", "user", "one")) == 4 + 8
+    finally:
+        await stores.close()

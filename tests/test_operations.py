@@ -55,8 +55,8 @@ def test_each_named_query_calls_its_operations_function():
 def test_each_guard_precedes_vector_store_operations():
     methods = {op.method for op in operations.OPERATIONS if op.protocol == "VectorStore"}
     for guard in operations.GUARDS:
-        assert set(guard.before) <= methods, guard
-        for method in guard.before:  # each guarded method takes the model the guard checks
+        assert set(guard.methods) <= methods, guard
+        for method in guard.methods:  # each guarded method takes the model the guard checks
             assert "model" in inspect.signature(getattr(stores.VectorStore, method)).parameters, method
 
 

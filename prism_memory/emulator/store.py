@@ -231,7 +231,7 @@ class MemoryVectorStore(EmulatorRagStore):
         return records
 
     def _check_model(self, scope: Scope, model: EmbeddingModel, parent_thread_id: str | None, now: datetime) -> None:
-        """Mirror of ``check_embedding_model_v1``: another model of the same width recorded by the thread (holding
+        """Mirror of ``recall_guarded_v1``'s check: another model of the same width recorded by the thread (holding
         entries) or by the parent thread of a live grant to it (holding a granted entry) raises."""
         key = self._key(scope)
 
@@ -421,7 +421,7 @@ class MemoryVectorStore(EmulatorRagStore):
         explain: bool = False,
         model: EmbeddingModel | None = None,
     ) -> RecallResult:
-        """Mirror of ``check_embedding_model_v1`` (with a ``model``), then of ``recall_v2``: own thread plus live
+        """Mirror of ``recall_guarded_v1`` (with a ``model``: its check, then ``recall_v2``), else of ``recall_v2``: own thread plus live
         grants, the consent gate, an exact scored scan, the optional composite re-rank of the top ``top_k * 4``,
         adjacency, and gate counts."""
         scope_texts(scope)

@@ -97,10 +97,11 @@ async def fetch(
     isolation level (a database-level ``repeatable read`` reaches the workers,
     a session ``SET`` does not, and the writers refuse it, PM017), while Citus
     opens a transaction block on the worker at the coordinator's level.
-    ``guard``: a ``(query, params)`` statement sent first, on the same connection, in one pipeline
-    (one round trip for both; :data:`prism_memory.operations.GUARDS`). Before a write, both run in one
-    transaction, so nothing is written when the guard raises, and what it checked holds until the write
-    commits; before a read, the read is not run when the guard raises.
+    ``guard``: a ``(query, params)`` statement sent first, on the same connection, in one pipeline (one
+    round trip for both; :data:`prism_memory.operations.GUARDS`), in one transaction with the statement:
+    the pipeline's implicit one (up to its Sync), or ``BEGIN``/``COMMIT`` with ``in_transaction``. So
+    nothing is written when the guard raises, and what it checked (under the locks it took) holds until
+    the statement commits.
     psycopg errors become the package's typed errors
     (:func:`prism_memory.postgres.errors.translate`), the original as ``__cause__``.
     """
@@ -110,7 +111,7 @@ async def fetch(
             async with pooled_connection(pool, checked=not read or send > 1) as conn:
                 sent = True
                 if guard is not None:
-                    return await _guarded(conn, guard, query, params, read)
+                    return await _guarded(conn, guard, query, params, in_transaction)
                 async with conn.transaction() if in_transaction else nullcontext():
                     cursor = await conn.execute(query, params)
                     return await cursor.fetchall()
@@ -121,11 +122,17 @@ async def fetch(
 
 
 async def _guarded(
-    conn: psycopg.AsyncConnection, guard: tuple[Any, Sequence[Any]], query: Any, params: Sequence[Any], read: bool
+    conn: psycopg.AsyncConnection, guard: tuple[Any, Sequence[Any]], query: Any, params: Sequence[Any],
+    in_transaction: bool,
 ) -> list[tuple[Any, ...]]:
-    """The guard, then the statement, pipelined on ``conn``; a write's pair in one transaction."""
+    """The guard, then the statement, pipelined on ``conn`` in one transaction (see :func:`fetch`).
+
+    Neither is prepared: psycopg would count a statement queued behind a guard that raised as prepared,
+    though the aborted pipeline never ran its ``PREPARE`` (the next use then fails with "prepared
+    statement does not exist"). The functions' own plans are cached inside them either way.
+    """
     async with conn.pipeline():
-        async with nullcontext() if read else conn.transaction():
-            await conn.execute(*guard)
-            cursor = await conn.execute(query, params)
+        async with conn.transaction() if in_transaction else nullcontext():
+            await conn.execute(guard[0], guard[1], prepare=False)
+            cursor = await conn.execute(query, params, prepare=False)
             return await cursor.fetchall()

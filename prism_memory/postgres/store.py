@@ -185,8 +185,8 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         explain: bool = False,
         model: EmbeddingModel | None = None,
     ) -> RecallResult:
-        """One ``recall_v2`` call; rows come back hits first (by rank), then gate counts, then adjacent entries.
-        With a ``model``, ``check_embedding_model_v1`` runs first, in the same round trip."""
+        """One ``recall_v2`` call, or with a ``model`` one ``recall_guarded_v1`` call (the embedding-model guard,
+        then ``recall_v2``); rows come back hits first (by rank), then gate counts, then adjacent entries."""
         scope_ids = _scope(scope)
         vector = embedding_values(query_embedding, "the query embedding")
         check_text(query_text, "the query text", InvalidQueryError)
@@ -196,14 +196,11 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         check_bool(explain, "explain", LimitExceededError)
         now = check_now(now)
         check_model(model, [len(vector)])
-        guard = None if model is None else (
-            self.queries.check_embedding_model,
-            (*scope_ids, model.model_id, model.dimensions, share_from_parent_thread_id, now),
-        )
         rows = await self._fetch(
-            self.queries.recall,
+            self.queries.recall if model is None else self.queries.recall_guarded,
             (
                 *scope_ids,
+                *(() if model is None else (model.model_id, model.dimensions)),
                 np.asarray(vector, dtype=np.float32),
                 query_text,
                 top_k,
@@ -217,7 +214,6 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
                 explain,
             ),
             read=True,
-            guard=guard,
         )
         hits: list[RecallHit] = []
         adjacent: list[AdjacentEntry] = []

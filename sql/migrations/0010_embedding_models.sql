@@ -8,9 +8,10 @@
 --   PM018 (EmbeddingModelMismatchError) when a thread that holds entries
 --   recorded another model id; otherwise it records the model (p_switch, the
 --   rebuild path, switches it).
--- * check_embedding_model_v1 (new API function) guards a recall: sent just
---   before recall_v2, it raises PM018 when the thread, or the parent thread of
---   a live share grant, recorded another model id of the same width.
+-- * recall_guarded_v1 (new API function) is recall_v2 behind the guard, in
+--   one call: it raises PM018 when the thread, or the parent thread of a live
+--   share grant, recorded another model id of the same width, then answers as
+--   recall_v2.
 -- Existing threads have no record: the first guarded write records its model.
 -- remember_v1, recall_v2 and the other functions are unchanged.
 
@@ -31,7 +32,7 @@ create policy tenant_isolation on {{embedding_model}}
   with check (tenant_id = current_setting('prism_memory.tenant_id', true));
 
 \ir ../schema/functions/install_info_v1.sql
-\ir ../schema/functions/check_embedding_model_v1.sql
+\ir ../schema/functions/recall_guarded_v1.sql
 \ir ../schema/functions/use_embedding_model_v1.sql
 revoke execute on all functions in schema {{schema}} from public;
 grant execute on function {{schema}}.install_info_v1() to public;
