@@ -54,27 +54,28 @@ begin
       quote_literal(p_thread_id), quote_literal(v_recorded.model_id), p_dimensions, quote_literal(p_model_id)
       using errcode = 'PM018';
   end if;
-  for v_recorded in
-    select g.resource_id, g.parent_thread_id as thread_id, g.source_ids, m.model_id
-    from {{share_grant}} g
-    join {{embedding_model}} m
-      on m.tenant_id = p_tenant_id and m.resource_id = g.resource_id and m.thread_id = g.parent_thread_id
-    where p_share_parent_thread_id is not null
-      and g.tenant_id = p_tenant_id and g.child_resource_id = p_resource_id
-      and g.child_thread_id = p_thread_id and g.parent_thread_id = p_share_parent_thread_id
-      and (g.expires_at is null or g.expires_at > v_clock)
-      and m.dimensions = p_dimensions and m.model_id <> p_model_id
-    order by g.resource_id collate "C"
-  loop
-    if exists (select 1 from {{entries}} e
-               where e.tenant_id = p_tenant_id and e.resource_id = v_recorded.resource_id
-                 and e.thread_id = v_recorded.thread_id and e.id = any(v_recorded.source_ids)) then
-      raise exception 'the parent thread % (resource %) holds entries embedded with model % (% dimensions), not %',
-        quote_literal(v_recorded.thread_id), quote_literal(v_recorded.resource_id),
-        quote_literal(v_recorded.model_id), p_dimensions, quote_literal(p_model_id)
-        using errcode = 'PM018';
-    end if;
-  end loop;
+  if p_share_parent_thread_id is not null then  -- a plain recall skips the grants' query
+    for v_recorded in
+      select g.resource_id, g.parent_thread_id as thread_id, g.source_ids, m.model_id
+      from {{share_grant}} g
+      join {{embedding_model}} m
+        on m.tenant_id = p_tenant_id and m.resource_id = g.resource_id and m.thread_id = g.parent_thread_id
+      where g.tenant_id = p_tenant_id and g.child_resource_id = p_resource_id
+        and g.child_thread_id = p_thread_id and g.parent_thread_id = p_share_parent_thread_id
+        and (g.expires_at is null or g.expires_at > v_clock)
+        and m.dimensions = p_dimensions and m.model_id <> p_model_id
+      order by g.resource_id collate "C"
+    loop
+      if exists (select 1 from {{entries}} e
+                 where e.tenant_id = p_tenant_id and e.resource_id = v_recorded.resource_id
+                   and e.thread_id = v_recorded.thread_id and e.id = any(v_recorded.source_ids)) then
+        raise exception 'the parent thread % (resource %) holds entries embedded with model % (% dimensions), not %',
+          quote_literal(v_recorded.thread_id), quote_literal(v_recorded.resource_id),
+          quote_literal(v_recorded.model_id), p_dimensions, quote_literal(p_model_id)
+          using errcode = 'PM018';
+      end if;
+    end loop;
+  end if;
   return query
     select * from recall_v2(p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, p_query_text, p_top_k,
                             p_message_range, p_require_consent, p_share_parent_thread_id, p_now,
