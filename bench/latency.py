@@ -7,7 +7,9 @@ computed before the clock starts, so ``ingest_entries_per_s`` measures the
 store writes only (``PostgresVectorStore.remember`` batches of 128). Then it
 runs ``VACUUM (ANALYZE)`` (as autovacuum would after a bulk load), times ``PostgresVectorStore.recall`` (top_k=8) on the main
 thread from the client, plain and with composite scoring (``RecallScoringOptions(0.3, 0.2,
-7 days)``), and reads the plan recall_v2 runs via auto_explain.
+7 days)``) and with the embedding-model guard (``model=``: ``recall_guarded_v1``, the check then
+``recall_v2`` in one call), times a one-entry ``remember`` without and with the guard, and reads the plan recall_v2 runs
+via auto_explain.
 
     .venv/bin/python bench/latency.py [--dsn URL] [--entries 1000] [--other-threads 20]
 
@@ -25,7 +27,7 @@ import time
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
-from prism_memory import RecallScoringOptions, Scope, create_hash_embedder, create_postgres_memory_stores
+from prism_memory import RecallScoringOptions, Scope, create_hash_embedder, create_postgres_memory_stores, embedding_model
 from prism_memory.types import EntryRecord
 from psycopg import sql
 
@@ -108,16 +110,32 @@ async def ingest(stores, threads) -> float:
     return time.perf_counter() - started
 
 
-async def time_recall(stores, scope: Scope, queries, warmup: int, runs: int, scoring=None) -> np.ndarray:
-    """Client-side latency (ms) of ``runs`` recalls after ``warmup`` untimed ones (with ``scoring`` when given)."""
+async def time_recall(stores, scope: Scope, queries, warmup: int, runs: int, scoring=None, model=None) -> np.ndarray:
+    """Client-side latency (ms) of ``runs`` recalls after ``warmup`` untimed ones (with ``scoring`` when given,
+    and with the embedding-model guard when ``model`` is)."""
     timings = []
     for n in range(warmup + runs):
         text, vector = queries[n % len(queries)]
         started = time.perf_counter()
-        await stores.vector_store.recall(scope, vector, text, 8, 0, scoring=scoring)
+        await stores.vector_store.recall(scope, vector, text, 8, 0, scoring=scoring, model=model)
         if n >= warmup:
             timings.append((time.perf_counter() - started) * 1000)
     return np.asarray(timings)
+
+
+async def time_writes(stores, scope: Scope, embedder, model, runs: int = 200) -> dict[str, float]:
+    """p50 (ms) of a one-entry ``remember`` without and with the embedding-model guard (its own transaction)."""
+    result = {}
+    for name, guard in (("remember_one_p50_ms", None), ("remember_one_guarded_p50_ms", model)):
+        timings = []
+        for n in range(runs):
+            text = f"a write of {name} number {n}"
+            record = EntryRecord(f"{name}-{n}", text, embedder.embed_one(text), {}, None, None)
+            started = time.perf_counter()
+            await stores.vector_store.remember(scope, [record], model=guard)
+            timings.append((time.perf_counter() - started) * 1000)
+        result[name] = round(float(np.percentile(timings, 50)), 3)
+    return result
 
 
 def explain_recall(dsn: str, recall_sql, scope: Scope, queries, calls: int = 8) -> str:
@@ -174,6 +192,13 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         log(f"ingest: {total / seconds:,.0f} entries/s ({seconds:.1f} s)")
         timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries)
         scored_timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries, SCORING)
+        # The embedding-model guard: the main thread records the hash embedder's model (a one-entry rebuild
+        # page), then recall calls recall_guarded_v1 (the check, then recall_v2) instead of recall_v2.
+        model = embedding_model(embedder)
+        first = threads[0][1][0]
+        await stores.vector_store.reembed(main_scope, [first.id], [first.text], [first.embedding], model=model)
+        guarded_timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries, model=model)
+        writes = await time_writes(stores, Scope(main_scope.tenant_id, main_scope.resource_id, "writes"), embedder, model)
         recall_sql = stores.vector_store.queries.recall  # the very statement the store sends
         plan = explain_recall(dsn, recall_sql, main_scope, queries)
         log(f"tombstoning {TOMBSTONED:.0%} of every thread's entries (invalidate_v1)")
@@ -194,6 +219,8 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
     tombstoned_p50 = float(np.percentile(tombstoned_timings, 50))
     log(f"recall over {len(timings)} queries: p50 {p50:.2f} ms, p99 {p99:.2f} ms, mean {timings.mean():.2f} ms")
     log(f"with {TOMBSTONED:.0%} tombstoned: p50 {tombstoned_p50:.2f} ms")
+    log(f"with the embedding-model guard: p50 {np.percentile(guarded_timings, 50):.2f} ms; one-entry remember p50 "
+        f"{writes['remember_one_p50_ms']:.2f} ms, guarded {writes['remember_one_guarded_p50_ms']:.2f} ms")
     return {
         "ingest_entries_per_s": round(total / seconds, 1),
         "recall_p50_ms": round(float(p50), 3),
@@ -202,6 +229,9 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         "recall_queries": len(timings),
         "recall_scored_p50_ms": round(float(np.percentile(scored_timings, 50)), 3),
         "recall_scored_vs_plain": round(float(np.percentile(scored_timings, 50) / p50), 3),
+        "recall_guarded_p50_ms": round(float(np.percentile(guarded_timings, 50)), 3),
+        "recall_guarded_vs_plain": round(float(np.percentile(guarded_timings, 50) / p50), 3),
+        **writes,
         "plan_uses_scope_index": plan_uses_scope_index(plan),
         "recall_p50_ms_with_tombstones": round(tombstoned_p50, 3),
         "tombstone_check_uses_index": tombstone_check_uses_index(tombstoned_plan),

@@ -8,13 +8,23 @@ answers. Start with :func:`create_memory`.
 
 from .conformance import ConformanceError, ConformanceReport, run_memory_conformance
 from .context import ContextBlock, MemoryContextProvider, WorkingMemoryProcessor, count_tokens
-from .embedding import Embedder, HashEmbedder, assert_finite_vector, create_hash_embedder, embed_batched
+from .embedding import (
+    Embedder,
+    HashEmbedder,
+    assert_finite_vector,
+    create_hash_embedder,
+    embed_batched,
+    embed_query,
+    embedding_model,
+)
 from .emulator import MemoryVectorStore, MemoryWorkingStore, create_memory_vector_store, create_memory_working_store
 from .errors import (
     AccessVersionConflict,
     ConfigurationError,
     DimensionMismatchError,
     EmbeddingFailedError,
+    EmbeddingModelMismatchError,
+    EmbeddingUnavailableError,
     EntryNotFoundError,
     IdentityMismatchError,
     InvalidAuthorizationError,
@@ -55,6 +65,7 @@ from .stores import RagVectorStore, VectorStore, WorkingStore
 from .types import (
     AdjacentEntry,
     ConsentChange,
+    EmbeddingModel,
     ExportPage,
     HitExplanation,
     MemoryConsent,
@@ -122,6 +133,9 @@ __all__ = [
     "DimensionMismatchError",
     "Embedder",
     "EmbeddingFailedError",
+    "EmbeddingModel",
+    "EmbeddingModelMismatchError",
+    "EmbeddingUnavailableError",
     "HashEmbedder",
     "InvalidEmbeddingError",
     "InvalidEntryError",
@@ -155,6 +169,8 @@ __all__ = [
     "WorkingMemoryVersionConflict",
     "WorkingStore",
     "assert_finite_vector",
+    "embed_query",
+    "embedding_model",
     "build_memory_ddl",
     "build_vector_search_ddl",
     "grant_app_role",

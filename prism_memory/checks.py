@@ -34,6 +34,8 @@ import numpy as np
 
 from .embedding import embedding_values
 from .errors import (
+    ConfigurationError,
+    DimensionMismatchError,
     InvalidCursorError,
     InvalidEmbeddingError,
     InvalidEntryError,
@@ -47,6 +49,7 @@ from .types import (
     CONSENT_SCOPES,
     CONSENT_SOURCES,
     ConsentChange,
+    EmbeddingModel,
     EntryRecord,
     MemoryConsent,
     MemoryEntry,
@@ -498,6 +501,29 @@ def retention_arguments(max_age_days: object, max_entries: object, batch_size: o
         check_int(max_entries, "max_entries", LimitExceededError)
     check_int(batch_size, "batch_size", LimitExceededError, bits=32)
     return real_number(max_age_days, "max_age_days", LimitExceededError)
+
+
+#: UTF-8 bytes of an embedding model id (``use_embedding_model_v1``).
+MAX_MODEL_ID_BYTES = 256
+
+
+def check_model(model: object, widths: Sequence[int] = ()) -> EmbeddingModel | None:
+    """A store call's ``model`` (the embedding-model guard): ``None``, or an :class:`EmbeddingModel` whose
+    ``model_id`` passes the id rule (:func:`check_id`, 256 bytes) and whose ``dimensions`` is an ``int`` in
+    1..16000, else :class:`ConfigurationError` (``use_embedding_model_v1`` and ``recall_guarded_v1``
+    raise PM017 alike); :class:`DimensionMismatchError` when one of ``widths`` (the call's embeddings) is not
+    ``model.dimensions``. Both stores check it before anything is sent."""
+    if model is None:
+        return None
+    if not isinstance(model, EmbeddingModel):
+        raise ConfigurationError(f"model must be an EmbeddingModel or None, got {type(model).__name__}")
+    check_id(model.model_id, "the embedding model id", MAX_MODEL_ID_BYTES, ConfigurationError)
+    if isinstance(model.dimensions, bool) or not isinstance(model.dimensions, int) or not 1 <= model.dimensions <= 16000:
+        raise ConfigurationError(f"the embedding model's width must be an int between 1 and 16000, got {model.dimensions!r}")
+    for width in widths:
+        if width != model.dimensions:
+            raise DimensionMismatchError(f"an embedding has {width} dimensions; the model {model.model_id!r} has {model.dimensions}")
+    return model
 
 
 def check_batch_writes(writes: Sequence[tuple[Scope, Sequence[EntryRecord]]]) -> None:

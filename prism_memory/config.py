@@ -9,11 +9,11 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .checks import check_aware
-from .embedding import Embedder
+from .embedding import Embedder, embedding_model
 from .errors import ConfigurationError
 from .redaction import Redaction
 from .stores import VectorStore, WorkingStore
-from .types import MemoryLimits, Scope
+from .types import EmbeddingModel, MemoryLimits, Scope
 from .working import WorkingMemoryValidator
 
 #: Host hook called with the invalidated entry ids after their tombstones land
@@ -58,6 +58,12 @@ class MemoryConfig:
     on_invalidate: InvalidationHook | None
     clock: Callable[[], datetime]
     importance_from: Callable[[dict[str, Any]], float] | None
+
+    @property
+    def model(self) -> EmbeddingModel | None:
+        """The embedder's identity for the embedding-model guard (``model_id`` and width), or ``None``
+        for an embedder without a ``model_id`` (the width rule alone)."""
+        return embedding_model(self.embedder)
 
     def now(self) -> datetime:
         """The clock's current time; :class:`ConfigurationError` if it is naive or outside years 1..9999."""

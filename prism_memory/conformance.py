@@ -32,6 +32,7 @@ from typing import Any
 
 from .errors import (
     DimensionMismatchError,
+    EmbeddingModelMismatchError,
     InvalidEmbeddingError,
     InvalidEntryError,
     InvalidScopeError,
@@ -182,6 +183,34 @@ async def check_bad_input(check: _Check) -> None:
     _expect(ids == ["kept"], f"failed writes must leave the thread as it was, got {ids}")
 
 
+async def check_embedding_model_guard(check: _Check) -> None:
+    memory = await check.memory(thread_id="models")
+    await memory.remember([{"id": "m1", "text": "walks the dog"}, {"id": "m2", "text": "files the taxes"}], wait=True)
+    base = memory.embedder
+
+    class Other:
+        """Another model of the same width: the factory embedder's vectors reversed, under another model id."""
+
+        dimensions = base.dimensions
+        model_id = "conformance-other-model"
+
+        async def embed(self, texts: list[str]) -> list[list[float]]:
+            return [list(vector)[::-1] for vector in await base.embed(texts)]
+
+    parts = await check.parts()
+    other = create_memory(tenant_id=check.tenant, resource_id="user", thread_id="models", embedder=Other(),
+                          vector_store=parts["vector_store"], working_store=parts["working_store"])
+    if getattr(base, "model_id", None) is not None:  # a thread written by an identified model refuses another one
+        await _raises(EmbeddingModelMismatchError, other.remember([{"id": "x", "text": "mixed"}], wait=True))
+        await _raises(EmbeddingModelMismatchError, other.recall("dog"))
+    page = await other.rebuild_index(batch_size=128)  # rebuild_index with the new model switches the thread
+    _expect(page.rebuilt == 2 and page.next_cursor is None, f"the rebuild must re-embed both entries, got {page}")
+    got = [hit.id for hit in (await other.recall("walks the dog", top_k=1)).hits]
+    _expect(got == ["m1"], f"after the rebuild the new model must recall, got {got}")
+    if getattr(base, "model_id", None) is not None:  # and from then on the old model is refused
+        await _raises(EmbeddingModelMismatchError, memory.remember([{"id": "y", "text": "old model again"}], wait=True))
+
+
 async def check_share_grants(check: _Check) -> None:
     parent = await check.memory(thread_id="parent")
     await parent.remember([{"id": "p1", "text": "shared plan"}, {"id": "p2", "text": "private plan"}], wait=True)
@@ -256,6 +285,7 @@ CHECKS: dict[str, Callable[[_Check], Awaitable[None]]] = {
     "lineage_and_forget": check_lineage_and_forget,
     "working_memory_versions": check_working_memory_versions,
     "bad_input": check_bad_input,
+    "embedding_model_guard": check_embedding_model_guard,
     "share_grants": check_share_grants,
     "scoring": check_scoring,
     "top_k_and_adjacency": check_top_k_and_adjacency,

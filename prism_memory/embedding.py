@@ -1,10 +1,15 @@
 """Embedders and the vector checks every backend applies.
 
 An :class:`Embedder` turns texts into vectors: ``dimensions`` is the width and
-``embed(texts)`` returns one ``list[float]`` of that length per text. The
-package ships only :func:`create_hash_embedder`, a deterministic feature-hashing
-embedder for tests and demos (seed: "createHashEmbedder() is for tests/demos
-only; production hosts supply a real Embedder").
+``embed(texts)`` returns one ``list[float]`` of that length per text. Two members
+are optional: ``embed_query(text)`` embeds a recall query differently from the
+entries (:func:`embed_query`), and ``model_id`` names the model for the
+embedding-model guard (:func:`embedding_model`). The core package ships
+:func:`create_hash_embedder`, a deterministic feature-hashing embedder for tests
+and demos (seed: "createHashEmbedder() is for tests/demos only; production hosts
+supply a real Embedder"); :mod:`prism_memory.embedders` adapts real models
+(sentence-transformers, OpenAI-compatible HTTP, LangChain), each behind an
+optional extra.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import numpy as np
 
 from .errors import DimensionMismatchError, EmbeddingFailedError, InvalidEmbeddingError, LimitExceededError, PrismMemoryError
 from .lexical import lexical_terms_v1
-from .types import HARD_CAPS
+from .types import HARD_CAPS, EmbeddingModel
 
 #: pgvector's widest vector.
 MAX_DIMENSIONS = 16000
@@ -29,11 +34,29 @@ MAX_NORM = 1e15
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Host-owned embedding model: ``embed`` returns ``len(texts)`` vectors of ``dimensions`` floats."""
+    """Host-owned embedding model: ``embed`` returns ``len(texts)`` vectors of ``dimensions`` floats.
+
+    Optional members, used when present (an embedder with only these two keeps working unchanged):
+
+    * ``async embed_query(text: str) -> list[float]``: the embedding of a recall query, for models that
+      embed queries and documents differently (E5, BGE, Cohere's and Voyage's input types); ``recall``
+      and everything that embeds a query use it (:func:`embed_query`), ``embed`` embeds entries.
+    * ``model_id: str``: the model's identity (a non-blank string of at most 256 UTF-8 bytes), recorded
+      per thread with ``dimensions`` by the embedding-model guard (:func:`embedding_model`). Without it
+      (or with ``None``) only the width is checked, as before the guard.
+    """
 
     dimensions: int
 
     async def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+def embedding_model(embedder: Embedder) -> EmbeddingModel | None:
+    """The embedder's identity for the embedding-model guard: ``EmbeddingModel(model_id, dimensions)``,
+    or ``None`` when it has no ``model_id`` (or ``model_id`` is ``None``). Not checked here: the stores
+    and ``create_memory`` check it (:func:`prism_memory.checks.check_model`)."""
+    model_id = getattr(embedder, "model_id", None)
+    return None if model_id is None else EmbeddingModel(model_id, embedder.dimensions)
 
 
 def embedding_values(vector: object, label: str = "embedding") -> np.ndarray:
@@ -130,12 +153,7 @@ async def embed_batched(
     vectors: list[list[float]] = []
     for start in range(0, len(texts), batch_size):
         batch = list(texts[start : start + batch_size])
-        try:
-            produced = await embedder.embed(batch)
-        except PrismMemoryError:
-            raise
-        except Exception as exc:
-            raise EmbeddingFailedError(f"the embedder failed on a batch of {len(batch)} texts: {exc!r}") from exc
+        produced = await _embedder_call(embedder.embed(batch), f"a batch of {len(batch)} texts")
         if not isinstance(produced, (list, tuple)):
             raise InvalidEmbeddingError(f"embedder returned {type(produced).__name__}, not a list of vectors")
         if len(produced) != len(batch):
@@ -145,6 +163,36 @@ async def embed_batched(
             label = f"text {index + 1}: embedding" if labels is None else labels[index]
             vectors.append(assert_finite_vector(vector, label, embedder.dimensions))
     return vectors
+
+
+async def embed_query(embedder: Embedder, text: str, label: str = "the query embedding") -> list[float]:
+    """The checked embedding (``list[float]`` of ``embedder.dimensions``) of one recall query.
+
+    ``embedder.embed_query(text)`` when the embedder has it, else ``embed([text])``
+    (:func:`embed_batched`). Raises :class:`EmbeddingFailedError` when the embedder raises
+    something other than a :class:`PrismMemoryError` (the original as ``__cause__``),
+    :class:`InvalidEmbeddingError` / :class:`DimensionMismatchError` for a bad vector.
+    """
+    query = getattr(embedder, "embed_query", None)
+    if query is None:
+        [vector] = await embed_batched(embedder, [text], 1, [label])
+        return vector
+    return assert_finite_vector(await _embedder_call(query(text), "the query"), label, embedder.dimensions)
+
+
+async def _embedder_call(call, what: str):
+    """Await an embedder's coroutine; its exceptions (but a :class:`PrismMemoryError`) become :class:`EmbeddingFailedError`."""
+    try:
+        return await call
+    except PrismMemoryError:
+        raise
+    except Exception as exc:
+        raise EmbeddingFailedError(f"the embedder failed on {what}: {exc!r}") from exc
+
+
+#: The version of :class:`HashEmbedder`'s feature rule (terms, trigrams, weights, hashing), part of its
+#: ``model_id``: a change of the rule is a new model, which the embedding-model guard keeps apart.
+HASH_FEATURE_RULE = 1
 
 
 class HashEmbedder:
@@ -157,12 +205,16 @@ class HashEmbedder:
     ``dimensions`` buckets chosen by BLAKE2b. The vector is left unnormalised:
     its components are small integers, so float32 sums in pgvector are exact and
     the emulator reproduces Postgres's cosine similarity bit for bit.
+
+    Its ``model_id`` is ``"prism-memory/hash-v<rule>-d<dimensions>"`` (:data:`HASH_FEATURE_RULE`): the
+    feature rule's version and the width, since buckets of another width are another vector space.
     """
 
     def __init__(self, dimensions: int = 256) -> None:
         if isinstance(dimensions, bool) or not isinstance(dimensions, int) or not 2 <= dimensions <= 16000:
             raise LimitExceededError(f"dimensions must be an integer between 2 and 16000, got {dimensions!r}")
         self.dimensions = dimensions
+        self.model_id = f"prism-memory/hash-v{HASH_FEATURE_RULE}-d{dimensions}"
         self._cache: dict[str, tuple[int, int]] = {}
 
     def _bucket(self, feature: str) -> tuple[int, int]:

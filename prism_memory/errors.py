@@ -59,6 +59,22 @@ class EmbeddingFailedError(PrismMemoryError):
     """The host's embedder raised; the original exception is ``__cause__``. Nothing was written."""
 
 
+class EmbeddingUnavailableError(EmbeddingFailedError):
+    """An embedding service could not answer now (a timeout, a lost connection, HTTP 429 or 5xx after the
+    client's own retries); the client's exception is ``__cause__``. Nothing was written: retry later.
+    Raised by the HTTP adapters of :mod:`prism_memory.embedders`."""
+
+
+class EmbeddingModelMismatchError(PrismMemoryError):
+    """The embedder's model is not the one the thread's entries were embedded with (SQLSTATE PM018).
+
+    Each thread records the model identity and width of the embedder that wrote it
+    (``use_embedding_model_v1``); a write or recall with another model of the same width would mix two
+    vector spaces, so it is refused and nothing changes. Switch a thread's model with
+    :meth:`~prism_memory.memory.Memory.rebuild_index` run with the new embedder (docs/embedders.md, "The embedding-model guard").
+    """
+
+
 class EntryNotFoundError(PrismMemoryError, LookupError):
     """``set_consent``/``correct`` named an entry id that this thread does not hold."""
 
@@ -156,4 +172,5 @@ SQLSTATE_ERRORS: dict[str, type[PrismMemoryError]] = {
     "PM015": InvalidScoringError,
     "PM016": TenantAccessDeniedError,
     "PM017": ConfigurationError,
+    "PM018": EmbeddingModelMismatchError,
 }

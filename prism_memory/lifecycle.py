@@ -71,7 +71,7 @@ async def write_entries(
             EntryRecord(item.id, item.text, vector, meta, item.sequence, item.importance, item.consent)
             for item, vector, meta in zip(items, vectors, metadata)
         ]
-        written, invalidated = await config.vector_store.remember(scope, records, now=config.now())
+        written, invalidated = await config.vector_store.remember(scope, records, now=config.now(), model=config.model)
     await run_invalidation_hook(config, invalidated)
     return written
 
@@ -96,7 +96,7 @@ async def correct(config: MemoryConfig, thread: Scope, entry_id: str, text: str)
     store's :class:`EntryNotFoundError`.
     """
     [vector] = await embed_batched(config.embedder, [text], 1, embedding_labels([entry_id]))
-    record, invalidated = await config.vector_store.correct(thread, entry_id, text, vector, now=config.now())
+    record, invalidated = await config.vector_store.correct(thread, entry_id, text, vector, now=config.now(), model=config.model)
     await run_invalidation_hook(config, invalidated)
     return config.redaction.record(record)
 
@@ -160,7 +160,8 @@ async def rebuild_index(
 ) -> RebuildResult:
     """Read up to ``batch_size`` records after ``after`` and embed their stored text within ``max_ms``
     milliseconds (else :class:`OperationTimeoutError`, nothing written), then write the embeddings in one
-    store call. ``next_cursor`` is ``None`` once a page comes back short of ``batch_size``."""
+    store call, which also switches the thread's recorded embedding model to the embedder's (the way to
+    move a thread to a new model). ``next_cursor`` is ``None`` once a page comes back short of ``batch_size``."""
     try:
         async with asyncio.timeout(max_ms / 1000):
             records = await config.vector_store.list_by_thread(thread, after, batch_size)
@@ -172,7 +173,7 @@ async def rebuild_index(
         raise OperationTimeoutError(f"rebuild page took longer than {max_ms} ms; nothing was written") from exc
     rebuilt = (
         await config.vector_store.reembed(
-            thread, [record.id for record in records], [record.text for record in records], vectors
+            thread, [record.id for record in records], [record.text for record in records], vectors, model=config.model
         )
         if records
         else 0

@@ -19,6 +19,7 @@ from .checks import (
     check_consent_change,
     check_entry,
     check_id,
+    check_model,
     check_scope,
     check_scope_id,
     check_scoring,
@@ -29,7 +30,7 @@ from .checks import (
 )
 from .config import InvalidationHook, MemoryConfig, utc_now
 from .context import Extractor, MemoryContextProvider, WorkingMemoryProcessor
-from .embedding import Embedder, embed_batched
+from .embedding import Embedder, embed_query, embedding_model
 from .emulator import create_memory_vector_store, create_memory_working_store
 from .errors import (
     ConfigurationError,
@@ -281,6 +282,9 @@ class Memory:
         one with a NUL or lone surrogate, :class:`PayloadTooLargeError` for one
         over ``limits.query_bytes``, and :class:`LimitExceededError` for an
         option out of range. Score and ordering: README, "Recall score".
+        The query is embedded with the embedder's ``embed_query`` when it has one (else ``embed``);
+        an embedder with a ``model_id`` other than the one the thread recorded (same width) raises
+        :class:`EmbeddingModelMismatchError` (docs/embedders.md, "The embedding-model guard").
         """
         scope = self._thread_scope()
         top_k = check_int_option("top_k", self.limits.top_k if top_k is None else top_k, 1, HARD_CAPS["top_k"])
@@ -304,12 +308,12 @@ class Memory:
         redaction = self._config.redaction
         query = redaction.text(query) if redaction.active else query
         await self._writes.settle("recall")
-        [vector] = await embed_batched(self.embedder, [query], 1, ["the query embedding"])
+        vector = await embed_query(self.embedder, query)
         if share_from_parent_thread_id is not None:
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         result = await self.vector_store.recall(
             scope, vector, query, top_k, message_range, require_consent, share_from_parent_thread_id,
-            now=self._config.now(), scoring=scoring, explain=explain,
+            now=self._config.now(), scoring=scoring, explain=explain, model=self._config.model,
         )
         if not redaction.active:
             return result
@@ -554,6 +558,12 @@ class Memory:
         writes the new embeddings in one call, within ``max_ms`` (default 10 s,
         cap 60 s, else :class:`OperationTimeoutError` and nothing written).
         Save ``next_cursor`` and call again to resume; ``None`` when done.
+
+        This is how a thread moves to another embedding model: run it with a memory built on the new
+        embedder until ``next_cursor`` is ``None``. Its first page switches the thread's recorded model
+        (the embedding-model guard), so from then on writes and recalls with the old model are refused
+        and those with the new one accepted; until the last page, entries not yet re-embedded are still
+        in the old model's vector space, so finish the rebuild before relying on recall.
         """
         thread = self._thread_scope()
         check_int_option("batch_size", batch_size, 1, REBUILD_LIMITS["batch_size"][1])
@@ -618,7 +628,9 @@ def create_memory(
     (:class:`InvalidScopeError`); ``resource_id`` and ``thread_id`` may not
     hold the reserved ``/agent:`` segment, which only :meth:`Memory.child`
     makes (:class:`InvalidScopeError`). ``embedder`` must provide ``dimensions`` and
-    ``embed``. The stores default to the in-memory emulator. ``schema`` is a
+    ``embed``; its optional ``embed_query`` embeds recall queries and its optional ``model_id`` (a
+    non-blank string of at most 256 bytes, else :class:`ConfigurationError`) is what the
+    embedding-model guard records per thread. The stores default to the in-memory emulator. ``schema`` is a
     JSON Schema for working memory, checked here (:class:`ConfigurationError`
     if invalid). ``limits`` defaults to :class:`MemoryLimits()`. ``secrets``
     (literal strings) and ``redactor`` (``str -> str``) redact text, metadata
@@ -639,6 +651,9 @@ def create_memory(
             )
     if embedder is None or not isinstance(getattr(embedder, "dimensions", None), int) or not hasattr(embedder, "embed"):
         raise ConfigurationError("embedder must have an int `dimensions` and an async `embed(texts)` method")
+    if getattr(embedder, "embed_query", None) is not None and not callable(embedder.embed_query):
+        raise ConfigurationError("embedder.embed_query must be an async method `embed_query(text)`")
+    check_model(embedding_model(embedder))
     if not isinstance(require_consent, bool):
         raise ConfigurationError("require_consent must be a bool")
     if on_invalidate is not None and not callable(on_invalidate):

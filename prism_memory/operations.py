@@ -5,7 +5,8 @@ ties them together: the store Protocol method (``prism_memory.stores``), which
 both the emulator and the Postgres adapter implement; the named query that
 the Postgres adapter sends (``prism_memory.postgres.queries.Queries``); and
 the versioned SQL function it calls, whose live definition is
-``sql/schema/functions/<function>.sql``. ``tests/test_operations.py`` checks
+``sql/schema/functions/<function>.sql``. :data:`GUARDS` lists the checks sent
+before some operations in the same transaction (the embedding-model guard). ``tests/test_operations.py`` checks
 that all four name the same operations, and :data:`API_FUNCTIONS` (what an
 application role may execute) is derived from here.
 """
@@ -76,8 +77,40 @@ OPERATIONS: tuple[Operation, ...] = (
               "text, text, text, text[], bigint"),
 )
 
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """The embedding-model guard of some ``VectorStore`` operations, which the Postgres store sends only when
+    the call names an :class:`~prism_memory.types.EmbeddingModel` (an embedder with a ``model_id``).
+
+    ``query``: the field of ``Queries`` holding its statement; ``function``: the SQL function it calls
+    (tenant first), with its identity argument types in ``arguments``; ``methods``: the operations it
+    guards. ``replaces``: ``False``, its statement is sent first, in the operation's transaction (the
+    writes: what it checked holds until the write commits); ``True``, its function checks and then calls
+    the operation's own function, and its statement is sent instead (recall: no extra statement).
+    """
+
+    query: str
+    function: str
+    arguments: str
+    methods: tuple[str, ...]
+    replaces: bool
+
+
+GUARDS: tuple[Guard, ...] = (
+    Guard("use_embedding_model", "use_embedding_model_v1", "text, text[], text[], text, integer, boolean",
+          ("remember", "remember_batch", "correct", "reembed"), replaces=False),
+    Guard("recall_guarded", "recall_guarded_v1",
+          f"{_SCOPE}, text, integer, vector, text, integer, integer, boolean, text, timestamptz, "
+          "double precision, double precision, double precision, boolean", ("recall",), replaces=True),
+)
+
 #: The functions an application calls, with their argument types: ``install_info_v1`` (which the
-#: Python caller checks first, executable by anyone) and every operation's function (SECURITY DEFINER).
-API_FUNCTIONS: tuple[tuple[str, str], ...] = (("install_info_v1", ""),) + tuple(
-    (operation.function, operation.arguments) for operation in OPERATIONS
+#: Python caller checks first, executable by anyone), every operation's function and every guard's
+#: (SECURITY DEFINER).
+API_FUNCTIONS: tuple[tuple[str, str], ...] = (
+    (("install_info_v1", ""),)
+    + tuple((operation.function, operation.arguments) for operation in OPERATIONS)
+    + tuple((guard.function, guard.arguments) for guard in GUARDS)
 )

@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .types import (
     ConsentChange,
+    EmbeddingModel,
     EntryRecord,
     MemoryRecord,
     RagAccessConstraint,
@@ -33,10 +34,18 @@ class VectorStore(Protocol):
 
     Each method is one SQL function on Postgres (named in brackets). ``now``
     stamps writes (the store's clock when ``None``).
+
+    ``model`` (an :class:`EmbeddingModel`, or ``None`` for an embedder without an identity, which keeps
+    the width rule alone) is the embedding-model guard: a write's embeddings, or a recall's query
+    embedding, come from that model. The thread's recorded model is checked in the same transaction as
+    the write (``use_embedding_model_v1``) or in the recall's own call (``recall_guarded_v1``), and
+    another model of the same width raises :class:`~prism_memory.errors.EmbeddingModelMismatchError`, nothing changed;
+    ``reembed`` switches the thread's record to ``model`` instead (``rebuild_index``).
     """
 
     async def remember(
-        self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None
+        self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None,
+        model: EmbeddingModel | None = None,
     ) -> tuple[int, list[str]]:
         """[remember_v1] Upsert ``records`` into ``scope``'s thread, all or nothing.
 
@@ -46,7 +55,8 @@ class VectorStore(Protocol):
         ...
 
     async def remember_batch(
-        self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None
+        self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None,
+        model: EmbeddingModel | None = None,
     ) -> list[tuple[int, list[str]]]:
         """[remember_batch_v1] Bulk ingest: ``remember`` for many threads of one tenant, all or nothing.
 
@@ -69,6 +79,7 @@ class VectorStore(Protocol):
         now: datetime | None = None,
         scoring: RecallScoringOptions | None = None,
         explain: bool = False,
+        model: EmbeddingModel | None = None,
     ) -> RecallResult:
         """[recall_v2] Top-``top_k`` injectable hits of the thread (and of live grants) by the default score, or
         re-ranked by ``scoring``, plus adjacent entries; with ``explain``, the hits' components and gate counts."""
@@ -101,7 +112,8 @@ class VectorStore(Protocol):
         ...
 
     async def correct(
-        self, scope: Scope, entry_id: str, text: str, embedding: Sequence[float], now: datetime | None = None
+        self, scope: Scope, entry_id: str, text: str, embedding: Sequence[float], now: datetime | None = None,
+        model: EmbeddingModel | None = None,
     ) -> tuple[MemoryRecord, list[str]]:
         """[correct_v2] Replace text and embedding; return the record and the ids invalidated (dependents, and the
         entry itself when one of its own sources was among them)."""
@@ -124,9 +136,11 @@ class VectorStore(Protocol):
         ...
 
     async def reembed(
-        self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]]
+        self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]],
+        model: EmbeddingModel | None = None,
     ) -> int:
-        """[reembed_v1] New embeddings for entries whose text is still ``texts``; return how many were updated."""
+        """[reembed_v1] New embeddings for entries whose text is still ``texts``; return how many were updated.
+        With a ``model`` (and embeddings), the thread's recorded model becomes ``model`` in the same transaction."""
         ...
 
     async def close(self) -> None: ...

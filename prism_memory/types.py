@@ -101,6 +101,19 @@ class MemoryEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class EmbeddingModel:
+    """The identity of the model that embeds a thread's entries: what the embedding-model guard records.
+
+    ``model_id``: the embedder's ``model_id`` (a non-blank string of at most 256 UTF-8 bytes, e.g.
+    ``"sentence-transformers/all-MiniLM-L6-v2"``); ``dimensions``: its width. Two embedders with the same
+    ``model_id`` and width are taken to share one vector space (docs/embedders.md, "The embedding-model guard").
+    """
+
+    model_id: str
+    dimensions: int
+
+
+@dataclass(frozen=True, slots=True)
 class EntryRecord:
     """An entry ready for a store: validated and redacted, with its embedding (``list[float]``).
 
@@ -407,6 +420,7 @@ def check_int_option(name: str, value: Any, minimum: int, maximum: int) -> int:
 
 __all__ = [
     "AdjacentEntry",
+    "EmbeddingModel",
     "RagAccessConstraint",
     "RagChunk",
     "RagMatch",

@@ -49,6 +49,10 @@ API_CALLS: dict[str, str] = {
     "list_entries_v1": "list_entries_v1(%(t)s, 'res-c', 'th-c')",
     "count_entries_v1": "count_entries_v1(%(t)s, 'res-c', 'th-c')",
     "reembed_v1": "reembed_v1(%(t)s, 'res-c', 'th-c', array['c1'], array['alpha beta'], array[%(v)s]::vector[])",
+    "use_embedding_model_v1": "use_embedding_model_v1(%(t)s, array['res-c'], array['th-c'], 'model-c', "
+                              f"{TEST_DIMENSIONS})",
+    "recall_guarded_v1": f"recall_guarded_v1(%(t)s, 'res-c', 'th-c', 'model-c', {TEST_DIMENSIONS}, %(v)s::vector, "
+                         "'alpha', p_share_parent_thread_id => 'th-p')",
     "invalidate_v1": "invalidate_v1(%(t)s, 'res-c', 'th-c', array['c1'], 'deleted')",
     "retention_candidates_v1": "retention_candidates_v1(%(t)s, 'res-c', 'th-c', null, 1, 8)",
     "purge_v1": "purge_v1(%(t)s, 'res-c', 'th-c', array['c1'])",

@@ -219,3 +219,28 @@ def test_server_url_starts_and_stop_stops_the_embedded_server(tmp_path, monkeypa
         psycopg.connect(url, connect_timeout=2)
     assert main(["server", "stop"]) == 0
     assert "no embedded PostgreSQL" in capsys.readouterr().out
+
+
+def test_import_and_recall_with_an_openai_compatible_embedder(capsys, monkeypatch):
+    """``--embedder openai`` against a real HTTP server on 127.0.0.1 (tests/embedding_server.py)."""
+    from embedding_server import EmbeddingServer
+
+    with EmbeddingServer(64) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        options = ["--backend", "memory", "--embedder", "openai", "--model", "served-model", "--dimensions", "64",
+                   "--base-url", server.base_url]
+        code, out, err = run(capsys, "demo", *options, "--questions", "1")
+        assert code == 0, err
+        assert "embedder: served-model (64 dimensions, OpenAI-compatible HTTP)" in out
+        assert "answers embedded by served-model" in out
+        assert len(server.requests) > 1
+
+
+def test_embedder_options_that_do_not_fit_are_usage_errors(capsys):
+    for argv, message in (
+        (["--embedder", "local"], "--model-path"),
+        (["--embedder", "openai", "--model", "m"], "--dimensions"),
+        (["--embedder", "openai", "--dimensions", "8"], "--model"),
+    ):
+        code, _, err = run(capsys, "--backend", "memory", *argv, "recall", "q", "--thread", "t")
+        assert code == 2 and message in err, (argv, err)

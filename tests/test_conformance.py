@@ -64,8 +64,19 @@ class NoRecency(MemoryVectorStore):
         return await super().recall(*args, scoring=scoring, **kwargs)
 
 
+class ModelBlind(MemoryVectorStore):
+    """A broken adapter: it ignores the embedding model, so two models' vectors mix in one thread."""
+
+    async def remember(self, scope, records, now=None, model=None):
+        return await super().remember(scope, records, now)
+
+    async def recall(self, *args, model=None, **kwargs):
+        return await super().recall(*args, **kwargs)
+
+
 @pytest.mark.parametrize("store, check", [(LeakyStore, "consent_gate"), (EternalGrants, "grant_expiry"),
-                                          (GreedyTopK, "top_k_and_adjacency"), (NoRecency, "recency")])
+                                          (GreedyTopK, "top_k_and_adjacency"), (NoRecency, "recency"),
+                                          (ModelBlind, "embedding_model_guard")])
 async def test_a_broken_store_fails_the_check_for_its_bug(store, check):
     with pytest.raises(ConformanceError) as caught:
         await run_memory_conformance(lambda: {

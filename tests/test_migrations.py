@@ -23,6 +23,7 @@ def tables(dsn: str, schema: str) -> list[str]:
 EXPECTED_TABLES = [
     "alembic_version",
     "semantic_memory",
+    "semantic_memory_embedding_model",
     "semantic_memory_invalidation",
     "semantic_memory_rag_chunk",
     "semantic_memory_rag_scope_generations",

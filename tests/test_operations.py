@@ -45,10 +45,19 @@ def test_both_stores_implement_every_operation_with_the_protocols_parameters(pro
 
 def test_each_named_query_calls_its_operations_function():
     queries = build_queries("s", "public")
-    assert {field.name for field in dataclasses.fields(Queries)} == {op.query for op in operations.OPERATIONS}
-    for op in operations.OPERATIONS:
+    named = [*operations.OPERATIONS, *operations.GUARDS]
+    assert {field.name for field in dataclasses.fields(Queries)} == {op.query for op in named}
+    for op in named:
         called = re.findall(r'"s"\.(\w+)\(', getattr(queries, op.query).as_string(None))
         assert called == [op.function], op
+
+
+def test_each_guard_precedes_vector_store_operations():
+    methods = {op.method for op in operations.OPERATIONS if op.protocol == "VectorStore"}
+    for guard in operations.GUARDS:
+        assert set(guard.methods) <= methods, guard
+        for method in guard.methods:  # each guarded method takes the model the guard checks
+            assert "model" in inspect.signature(getattr(stores.VectorStore, method)).parameters, method
 
 
 def test_every_api_function_has_a_head_file_and_only_api_functions_run_as_their_owner():

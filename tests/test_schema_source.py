@@ -274,9 +274,10 @@ def test_a_new_revision_ships_the_edit_and_still_replays_the_old_body(scratch, s
     assert changed in upgrade and added in upgrade and "revoke execute on all functions" in upgrade
     downgrade_sql = sql_source.revision_template(nxt, "downgrade")
     assert released in downgrade_sql and "drop function {{schema}}.recall_v3(" in downgrade_sql
-    # The previous revision keeps installing what it installed when it was released.
-    at_last = sql_source.revision_template(last, "upgrade")
-    assert released in at_last and changed not in at_last
+    # The released revisions keep installing what they installed when they were released.
+    assert changed not in sql_source.revision_template(last, "upgrade")
+    installing = [rev for rev in REVISIONS if "function {{schema}}.recall_v2(" in sql_source.revision_template(rev, "upgrade")]
+    assert released in sql_source.revision_template(installing[-1], "upgrade")
     assert "recall_v3" not in sql_source.schema_source("functions.sql", last)
     assert "recall_v3" in sql_source.expand(sql_source.SCHEMA_DIR / "install.sql", None)
     # The revision runs: up to it and back gives exactly a fresh migrate to the previous one.

@@ -36,11 +36,13 @@ from ..checks import (
     check_bool,
     check_consent_change,
     check_int,
+    check_model,
     check_now,
     check_scope,
     check_scope_id,
     check_scoring,
     check_shared_ids,
+    scoring_numbers,
     check_text,
     check_texts,
     consent_change_arguments,
@@ -57,6 +59,7 @@ from ..checks import (
 from ..embedding import embedding_values
 from ..errors import (
     DimensionMismatchError,
+    EmbeddingModelMismatchError,
     EntryNotFoundError,
     InvalidEntryError,
     InvalidQueryError,
@@ -76,6 +79,7 @@ from ..types import (
     HARD_CAPS,
     AdjacentEntry,
     ConsentChange,
+    EmbeddingModel,
     EntryRecord,
     MemoryConsent,
     MemoryRecord,
@@ -180,6 +184,8 @@ class MemoryVectorStore(EmulatorRagStore):
         #: thread -> entry id -> (reason, sequence of the entry when tombstoned)
         self._tombstones: dict[tuple[str, str, str], dict[str, tuple[str, int | None]]] = {}
         self._grants: dict[tuple[str, str, str, str, str], tuple[frozenset[str], datetime | None]] = {}
+        #: thread -> (model id, width) of its embedder, the embedding_model table's rows
+        self._models: dict[tuple[str, str, str], tuple[str, int]] = {}
         self._init_rag()
 
     @staticmethod
@@ -199,35 +205,102 @@ class MemoryVectorStore(EmulatorRagStore):
         if expected is not None and width != expected:
             raise DimensionMismatchError(f"embedding has {width} dimensions, expected {expected}")
 
+    def _use_model(
+        self, scopes: Sequence[Scope], model: EmbeddingModel | None, switch: bool = False
+    ) -> dict[tuple[str, str, str], tuple[str, int]]:
+        """Mirror of ``use_embedding_model_v1`` for the threads of ``scopes``: the records the write makes,
+        which the caller stores once the write succeeded (they commit with it). ``None``: no guard."""
+        if model is None:
+            return {}
+        keys = sorted({self._key(scope) for scope in scopes}, key=lambda key: (key[1], key[2]))
+        wanted = (model.model_id, model.dimensions)
+        records = {}
+        for key in keys:
+            rows = self._threads.get(key, {})
+            self._check_dimensions(rows, model.dimensions)
+            recorded = self._models.get(key)
+            if recorded == wanted:
+                continue
+            if recorded is not None and recorded[0] != model.model_id and not switch and rows:
+                raise EmbeddingModelMismatchError(
+                    f"thread {key[2]!r} (resource {key[1]!r}) holds entries embedded with model {recorded[0]!r} "
+                    f"({recorded[1]} dimensions), not {model.model_id!r}: run rebuild_index with the new embedder "
+                    "to switch the thread's model"
+                )
+            records[key] = wanted
+        return records
+
+    def _check_model(self, scope: Scope, model: EmbeddingModel, parent_thread_id: str | None, now: datetime) -> None:
+        """Mirror of ``recall_guarded_v1``'s check: another model of the same width recorded by the thread (holding
+        entries) or by the parent thread of a live grant to it (holding a granted entry) raises."""
+        key = self._key(scope)
+
+        def other_model(where: tuple[str, str, str]) -> str | None:
+            recorded = self._models.get(where)
+            if recorded is None or recorded[1] != model.dimensions or recorded[0] == model.model_id:
+                return None
+            return recorded[0]
+
+        recorded = other_model(key)
+        if recorded is not None and self._threads.get(key):
+            raise EmbeddingModelMismatchError(
+                f"thread {key[2]!r} holds entries embedded with model {recorded!r} ({model.dimensions} dimensions), "
+                f"not {model.model_id!r}: recall with that model, or rebuild_index the thread with this one"
+            )
+        if parent_thread_id is None:
+            return
+        for (tenant, resource, parent, child_resource, child_thread), (ids, expires_at) in sorted(self._grants.items()):
+            where = (tenant, resource, parent)
+            live = expires_at is None or expires_at > now
+            if (tenant, child_resource, child_thread, parent) != (*key, parent_thread_id) or not live:
+                continue
+            recorded = other_model(where)
+            if recorded is not None and ids & self._threads.get(where, {}).keys():
+                raise EmbeddingModelMismatchError(
+                    f"the parent thread {parent!r} (resource {resource!r}) holds entries embedded with model "
+                    f"{recorded!r} ({model.dimensions} dimensions), not {model.model_id!r}"
+                )
+
     async def remember(
-        self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None
+        self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None,
+        model: EmbeddingModel | None = None,
     ) -> tuple[int, list[str]]:
-        """Mirror of ``remember_v1``: validate, upsert all records, re-derive their tombstones, walk from the invalid ones."""
+        """Mirror of ``use_embedding_model_v1`` (with a ``model``), then of ``remember_v1``: validate, upsert all
+        records, re-derive their tombstones, walk from the invalid ones."""
         scope_texts(scope)
         arguments = record_arguments(records)
         now = check_now(now)
+        check_model(model, [len(values) for _, values in arguments])
         if not records:
             self._key(scope)  # remember_v1 checks the scope before it returns for no entries
             return 0, []
+        models = self._use_model([scope], model)
         checked = self._check_write(scope, records, arguments)
         with self._restored_on_error([self._key(scope)]):
-            return await self._write(scope, records, *checked, now)
+            written = await self._write(scope, records, *checked, now)
+        self._models.update(models)
+        return written
 
     async def remember_batch(
-        self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None
+        self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None,
+        model: EmbeddingModel | None = None,
     ) -> list[tuple[int, list[str]]]:
-        """Mirror of ``remember_batch_v1``: each thread checked then written, in (resource, thread) code-point
-        order, so the first failure is the one SQL meets; on a failure every thread of the batch is restored."""
+        """Mirror of ``use_embedding_model_v1`` for every thread with rows (with a ``model``), then of
+        ``remember_batch_v1``: each thread checked then written, in (resource, thread) code-point order, so the
+        first failure is the one SQL meets; on a failure every thread of the batch is restored."""
         check_batch_writes(writes)
         arguments = {scope: record_arguments(records) for scope, records in writes}  # all types first, as Postgres
         now = check_now(now)
+        check_model(model, [len(values) for items in arguments.values() for _, values in items])
         order = sorted((scope for scope, records in writes if records), key=lambda s: (s.resource_id, s.thread_id))
+        models = self._use_model(order, model) if order else {}
         by_scope = dict(writes)
         results: dict[Scope, tuple[int, list[str]]] = {}
         with self._restored_on_error([self._key(scope) for scope in order]):
             for scope in order:
                 checked = self._check_write(scope, by_scope[scope], arguments[scope])
                 results[scope] = await self._write(scope, by_scope[scope], *checked, now)
+        self._models.update(models)
         return [results.get(scope, (0, [])) for scope, _records in writes]
 
     def _check_write(
@@ -346,17 +419,23 @@ class MemoryVectorStore(EmulatorRagStore):
         now: datetime | None = None,
         scoring: RecallScoringOptions | None = None,
         explain: bool = False,
+        model: EmbeddingModel | None = None,
     ) -> RecallResult:
-        """Mirror of ``recall_v2``: own thread plus live grants, the consent gate, an exact scored scan,
-        the optional composite re-rank of the top ``top_k * 4``, adjacency, and gate counts."""
+        """Mirror of ``recall_guarded_v1`` (with a ``model``: its check, then ``recall_v2``), else of ``recall_v2``: own thread plus live
+        grants, the consent gate, an exact scored scan, the optional composite re-rank of the top ``top_k * 4``,
+        adjacency, and gate counts."""
         scope_texts(scope)
         values = embedding_values(query_embedding, "the query embedding")
         check_text(query_text, "the query text", InvalidQueryError)
         if share_from_parent_thread_id is not None:  # the 256-byte cap is Python's: recall_v2 checks blank only
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
-        scoring = check_scoring(scoring)  # scoring_weights_v1 runs first, in recall_v2's declare
+        scoring_numbers(scoring)
         check_bool(explain, "explain", LimitExceededError)
         now = check_now(now)
+        check_model(model, [len(values)])
+        if model is not None:
+            self._check_model(scope, model, share_from_parent_thread_id, now)
+        scoring = check_scoring(scoring)  # scoring_weights_v1 runs first, in recall_v2's declare
         key = self._key(scope)
         check_int_option("top_k", top_k, 1, HARD_CAPS["top_k"])
         check_int_option("message_range", message_range, 0, HARD_CAPS["message_range"])
@@ -598,13 +677,16 @@ class MemoryVectorStore(EmulatorRagStore):
         return row.record(invalidated)
 
     async def correct(
-        self, scope: Scope, entry_id: str, text: str, embedding: Sequence[float], now: datetime | None = None
+        self, scope: Scope, entry_id: str, text: str, embedding: Sequence[float], now: datetime | None = None,
+        model: EmbeddingModel | None = None,
     ) -> tuple[MemoryRecord, list[str]]:
-        """Mirror of ``correct_v2``: invalidate dependents, replace text and embedding, mark the lineage corrected,
-        then re-derive the entry from its sources."""
+        """Mirror of ``use_embedding_model_v1`` (with a ``model``), then of ``correct_v2``: invalidate dependents,
+        replace text and embedding, mark the lineage corrected, then re-derive the entry from its sources."""
         scope_texts(scope)
         values = correction_arguments(entry_id, text, embedding)
         now = check_now(now)
+        check_model(model, [len(values)])
+        models = self._use_model([scope], model)
         key = self._key(scope)
         if not text.strip():
             raise InvalidEntryError("the corrected text must not be blank")
@@ -625,6 +707,7 @@ class MemoryVectorStore(EmulatorRagStore):
             self._tombstone_from_sources(key, [entry_id])
             if entry_id in self._tombstones.get(key, {}):
                 invalidated = [*invalidated, entry_id]
+        self._models.update(models)
         return row.record(invalidated)
 
     async def retention_candidates(
@@ -684,11 +767,15 @@ class MemoryVectorStore(EmulatorRagStore):
         return len(self._threads.get(self._key(scope), {}))
 
     async def reembed(
-        self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]]
+        self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]],
+        model: EmbeddingModel | None = None,
     ) -> int:
-        """Mirror of ``reembed_v1``: new embeddings for entries whose text is still ``texts``; nothing else changes."""
+        """Mirror of ``use_embedding_model_v1`` switching the thread to ``model`` (when given, with embeddings),
+        then of ``reembed_v1``: new embeddings for entries whose text is still ``texts``; nothing else changes."""
         scope_texts(scope)
         values = reembed_arguments(ids, texts, embeddings)
+        check_model(model, [len(vector) for vector in values])
+        models = self._use_model([scope], model, switch=True) if values else {}
         key = self._key(scope)
         if len(ids) != len(embeddings) or len(ids) != len(texts) or len(ids) > 128:
             raise LimitExceededError("reembed: ids, texts and embeddings must pair up, at most 128")
@@ -702,6 +789,7 @@ class MemoryVectorStore(EmulatorRagStore):
                 rows[entry_id].embedding = vector
                 rows[entry_id].norm_squared = norm_squared(vector)
                 updated += 1
+        self._models.update(models)
         return updated
 
     async def close(self) -> None:

@@ -80,7 +80,12 @@ async def pooled_connection(pool: AsyncConnectionPool, checked: bool) -> AsyncIt
 
 
 async def fetch(
-    pool: AsyncConnectionPool, query: Any, params: Sequence[Any], read: bool = False, in_transaction: bool = False
+    pool: AsyncConnectionPool,
+    query: Any,
+    params: Sequence[Any],
+    read: bool = False,
+    in_transaction: bool = False,
+    guard: tuple[Any, Sequence[Any]] | None = None,
 ) -> list[tuple[Any, ...]]:
     """Run one statement on a pooled connection and return its rows (rules 1-3 above).
 
@@ -92,6 +97,11 @@ async def fetch(
     isolation level (a database-level ``repeatable read`` reaches the workers,
     a session ``SET`` does not, and the writers refuse it, PM017), while Citus
     opens a transaction block on the worker at the coordinator's level.
+    ``guard``: a ``(query, params)`` statement sent first, on the same connection, in one pipeline (one
+    round trip for both; :data:`prism_memory.operations.GUARDS`), in one transaction with the statement:
+    the pipeline's implicit one (up to its Sync), or ``BEGIN``/``COMMIT`` with ``in_transaction``. So
+    nothing is written when the guard raises, and what it checked (under the locks it took) holds until
+    the statement commits.
     psycopg errors become the package's typed errors
     (:func:`prism_memory.postgres.errors.translate`), the original as ``__cause__``.
     """
@@ -100,6 +110,8 @@ async def fetch(
         try:
             async with pooled_connection(pool, checked=not read or send > 1) as conn:
                 sent = True
+                if guard is not None:
+                    return await _guarded(conn, guard, query, params, in_transaction)
                 async with conn.transaction() if in_transaction else nullcontext():
                     cursor = await conn.execute(query, params)
                     return await cursor.fetchall()
@@ -107,3 +119,20 @@ async def fetch(
             if not (read and sent and send < READ_SENDS and database_unavailable(exc)):
                 raise translate(exc) from exc
     raise AssertionError("unreachable")
+
+
+async def _guarded(
+    conn: psycopg.AsyncConnection, guard: tuple[Any, Sequence[Any]], query: Any, params: Sequence[Any],
+    in_transaction: bool,
+) -> list[tuple[Any, ...]]:
+    """The guard, then the statement, pipelined on ``conn`` in one transaction (see :func:`fetch`).
+
+    Neither is prepared: psycopg would count a statement queued behind a guard that raised as prepared,
+    though the aborted pipeline never ran its ``PREPARE`` (the next use then fails with "prepared
+    statement does not exist"). The functions' own plans are cached inside them either way.
+    """
+    async with conn.pipeline():
+        async with conn.transaction() if in_transaction else nullcontext():
+            await conn.execute(guard[0], guard[1], prepare=False)
+            cursor = await conn.execute(query, params, prepare=False)
+            return await cursor.fetchall()

@@ -38,6 +38,8 @@ class Queries:
     rag_set_generation: sql.Composed
     rag_set_source_access: sql.Composed
     rag_check_source_access: sql.Composed
+    use_embedding_model: sql.Composed
+    recall_guarded: sql.Composed
 
 
 #: The columns of a RAG match (rag_query_v1, rag_lexical_query_v1), in order.
@@ -46,6 +48,15 @@ MATCH = "id, source_id, text, metadata, generation, access_version, score"
 READ_ARGS = (
     "p_filter => %s::jsonb, p_acl => %s::boolean, p_principal_id => %s::text, "
     "p_group_ids => %s::text[], p_generation => %s::bigint)"
+)
+#: The columns of a recall row (recall_v2, recall_guarded_v1), in order.
+RECALL = "kind, rank, resource_id, thread_id, id, text, metadata, sequence, importance, similarity, lexical, recency, score"
+#: The arguments recall_v2 and recall_guarded_v1 share after the query embedding.
+RECALL_ARGS = (
+    "p_query_text => %s::text, p_top_k => %s::integer, p_message_range => %s::integer, "
+    "p_require_consent => %s::boolean, p_share_parent_thread_id => %s::text, p_now => %s::timestamptz, "
+    "p_recency_weight => %s::float8, p_importance_weight => %s::float8, p_half_life_ms => %s::float8, "
+    "p_explain => %s::boolean)"
 )
 #: The columns of ``entry_record_v1``, in order.
 RECORD = "id, text, metadata, sequence, importance, consent_source, consent_scope, consent_visible, consent_granted_at, consent_revoked_at, legal_hold, created_at, updated_at, invalidated"
@@ -91,14 +102,9 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "p_consent => %b::jsonb[], p_now => %b::timestamptz)"
         ),
         recall=q(
-            "select kind, rank, resource_id, thread_id, id, text, metadata, sequence, importance, "
-            "similarity, lexical, recency, score from {s}.recall_v2("
+            f"select {RECALL} from {{s}}.recall_v2("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
-            "p_query_embedding => %b::{vector}, p_query_text => %s::text, "
-            "p_top_k => %s::integer, p_message_range => %s::integer, p_require_consent => %s::boolean, "
-            "p_share_parent_thread_id => %s::text, p_now => %s::timestamptz, "
-            "p_recency_weight => %s::float8, p_importance_weight => %s::float8, p_half_life_ms => %s::float8, "
-            "p_explain => %s::boolean)"
+            f"p_query_embedding => %b::{{vector}}, {RECALL_ARGS}"
         ),
         invalidate=q(
             "select entry_id from {s}.invalidate_v1("
@@ -177,6 +183,16 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
         rag_set_source_access=q(
             "select {s}.rag_set_source_access_v1(p_tenant_id => %s::text, p_source_id => %s::text, "
             "p_principal_ids => %s::text[], p_group_ids => %s::text[], p_access_version => %s::bigint)"
+        ),
+        use_embedding_model=q(
+            "select {s}.use_embedding_model_v1(p_tenant_id => %s::text, p_resource_ids => %s::text[], "
+            "p_thread_ids => %s::text[], p_model_id => %s::text, p_dimensions => %s::integer, p_switch => %s::boolean)"
+        ),
+        recall_guarded=q(
+            f"select {RECALL} from {{s}}.recall_guarded_v1("
+            "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
+            "p_model_id => %s::text, p_dimensions => %s::integer, "
+            f"p_query_embedding => %b::{{vector}}, {RECALL_ARGS}"
         ),
         rag_check_source_access=q(
             "select {s}.rag_check_source_access_v1(p_tenant_id => %s::text, p_source_id => %s::text, "

@@ -23,6 +23,7 @@ from ..checks import (
     check_batch_writes,
     check_bool,
     check_int,
+    check_model,
     check_now,
     check_scope_id,
     check_text,
@@ -54,6 +55,7 @@ from ..schema import SCHEMA_VERSION, SchemaConfig, migrate
 from ..types import (
     AdjacentEntry,
     ConsentChange,
+    EmbeddingModel,
     EntryRecord,
     MemoryConsent,
     MemoryRecord,
@@ -79,15 +81,32 @@ class _PostgresBase:
         #: A Citus-distributed install: writes run in a transaction block (see :func:`fetch`).
         self.distributed = distributed
 
-    async def _fetch(self, query: Any, params: Sequence[Any], read: bool = False) -> list[tuple[Any, ...]]:
+    async def _fetch(
+        self, query: Any, params: Sequence[Any], read: bool = False, guard: tuple[Any, Sequence[Any]] | None = None
+    ) -> list[tuple[Any, ...]]:
         """Run one named query on a pooled connection; psycopg errors become typed errors.
 
         ``read=True`` marks a query that changes nothing: only such a query is
         sent again (once) when its connection is lost after it was sent; any
         other is sent once, on a connection checked just before
-        (:mod:`prism_memory.postgres.connections` holds the rule).
+        (:mod:`prism_memory.postgres.connections` holds the rule). ``guard``
+        (a named query and its parameters) is sent first on the same
+        connection, in the write's transaction (:data:`prism_memory.operations.GUARDS`).
         """
-        return await fetch(self.pool, query, params, read, in_transaction=self.distributed and not read)
+        return await fetch(self.pool, query, params, read, in_transaction=self.distributed and not read, guard=guard)
+
+    def _use_model(
+        self, tenant_id: str, threads: Sequence[tuple[str, str | None]], model: EmbeddingModel | None, switch: bool = False
+    ) -> tuple[Any, Sequence[Any]] | None:
+        """The ``use_embedding_model_v1`` guard of a write to ``threads`` ((resource, thread) pairs), or
+        ``None`` without a model (an embedder without an identity: the width rule alone)."""
+        if model is None:
+            return None
+        return (
+            self.queries.use_embedding_model,
+            (tenant_id, [resource for resource, _ in threads], [thread for _, thread in threads],
+             model.model_id, model.dimensions, switch),
+        )
 
     async def close(self) -> None:
         """Close the pool (shared by the stores of one :class:`PostgresMemoryStores`)."""
@@ -110,24 +129,33 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         return pooled_transaction(self.pool, self.config, self.queries)
 
     async def remember(
-        self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None
+        self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None,
+        model: EmbeddingModel | None = None,
     ) -> tuple[int, list[str]]:
-        """One ``remember_v1`` call: the batch is written in one transaction or not at all."""
+        """One ``remember_v1`` call (after ``use_embedding_model_v1`` with a ``model``, in its transaction): the
+        batch is written in one transaction or not at all."""
         scope_ids = _scope(scope)
         arrays = _entry_arrays(records)
-        [(written, invalidated)] = await self._fetch(self.queries.remember, (*scope_ids, *arrays, check_now(now)))
+        now = check_now(now)
+        check_model(model, [len(vector) for vector in arrays[2]])
+        guard = self._use_model(scope_ids[0], [scope_ids[1:]], model) if records else None
+        [(written, invalidated)] = await self._fetch(self.queries.remember, (*scope_ids, *arrays, now), guard=guard)
         return int(written), list(invalidated)
 
     async def remember_batch(
-        self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None
+        self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None,
+        model: EmbeddingModel | None = None,
     ) -> list[tuple[int, list[str]]]:
-        """One ``remember_batch_v1`` call for all of ``writes`` (one tenant); each thread's rows go contiguously."""
+        """One ``remember_batch_v1`` call for all of ``writes`` (one tenant); each thread's rows go contiguously.
+        With a ``model``, ``use_embedding_model_v1`` guards every thread that gets rows, in the same transaction."""
         check_batch_writes(writes)
         records = [record for _, batch in writes for record in batch]
         arrays = _entry_arrays(records)
         now = check_now(now)
+        check_model(model, [len(vector) for vector in arrays[2]])
         if not records:
             return [(0, []) for _ in writes]
+        threads = [(scope.resource_id, scope.thread_id) for scope, batch in writes if batch]
         rows = await self._fetch(
             self.queries.remember_batch,
             (
@@ -137,6 +165,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
                 *arrays,
                 now,
             ),
+            guard=self._use_model(writes[0][0].tenant_id, threads, model),
         )
         by_thread = {(resource_id, thread_id): (int(written), list(invalidated))
                      for resource_id, thread_id, written, invalidated in rows}
@@ -154,8 +183,10 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         now: datetime | None = None,
         scoring: RecallScoringOptions | None = None,
         explain: bool = False,
+        model: EmbeddingModel | None = None,
     ) -> RecallResult:
-        """One ``recall_v2`` call; rows come back hits first (by rank), then gate counts, then adjacent entries."""
+        """One ``recall_v2`` call, or with a ``model`` one ``recall_guarded_v1`` call (the embedding-model guard,
+        then ``recall_v2``); rows come back hits first (by rank), then gate counts, then adjacent entries."""
         scope_ids = _scope(scope)
         vector = embedding_values(query_embedding, "the query embedding")
         check_text(query_text, "the query text", InvalidQueryError)
@@ -164,10 +195,12 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         scoring = scoring_numbers(scoring)
         check_bool(explain, "explain", LimitExceededError)
         now = check_now(now)
+        check_model(model, [len(vector)])
         rows = await self._fetch(
-            self.queries.recall,
+            self.queries.recall if model is None else self.queries.recall_guarded,
             (
                 *scope_ids,
+                *(() if model is None else (model.model_id, model.dimensions)),
                 np.asarray(vector, dtype=np.float32),
                 query_text,
                 top_k,
@@ -249,14 +282,19 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         return _record(row)
 
     async def correct(
-        self, scope: Scope, entry_id: str, text: str, embedding: Sequence[float], now: datetime | None = None
+        self, scope: Scope, entry_id: str, text: str, embedding: Sequence[float], now: datetime | None = None,
+        model: EmbeddingModel | None = None,
     ) -> tuple[MemoryRecord, list[str]]:
-        """One ``correct_v2`` call; returns the updated record and the ids it invalidated."""
+        """One ``correct_v2`` call (after ``use_embedding_model_v1`` with a ``model``, in its transaction);
+        returns the updated record and the ids it invalidated."""
         scope_ids = _scope(scope)
         vector = correction_arguments(entry_id, text, embedding)
+        now = check_now(now)
+        check_model(model, [len(vector)])
         [row] = await self._fetch(
             self.queries.correct,
-            (*scope_ids, entry_id, text, np.asarray(vector, dtype=np.float32), check_now(now)),
+            (*scope_ids, entry_id, text, np.asarray(vector, dtype=np.float32), now),
+            guard=self._use_model(scope_ids[0], [scope_ids[1:]], model),
         )
         return _record(row)
 
@@ -294,14 +332,19 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         return int(count)
 
     async def reembed(
-        self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]]
+        self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]],
+        model: EmbeddingModel | None = None,
     ) -> int:
-        """One ``reembed_v1`` call: new embeddings for entries whose text is still ``texts``."""
+        """One ``reembed_v1`` call: new embeddings for entries whose text is still ``texts``. With a ``model``,
+        ``use_embedding_model_v1`` first switches the thread's recorded model to it, in the same transaction."""
         scope_ids = _scope(scope)
         vectors = reembed_arguments(ids, texts, embeddings)
+        check_model(model, [len(vector) for vector in vectors])
+        guard = self._use_model(scope_ids[0], [scope_ids[1:]], model, switch=True) if vectors else None
         [(updated,)] = await self._fetch(
             self.queries.reembed,
             (*scope_ids, list(ids), list(texts), [np.asarray(vector, dtype=np.float32) for vector in vectors]),
+            guard=guard,
         )
         return int(updated)
 

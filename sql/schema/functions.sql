@@ -37,6 +37,8 @@
 \ir functions/list_entries_v1.sql
 \ir functions/count_entries_v1.sql
 \ir functions/reembed_v1.sql
+\ir functions/use_embedding_model_v1.sql
+\ir functions/recall_guarded_v1.sql
 \ir functions/rag_assert_scope_v1.sql
 \ir functions/rag_assert_generation_v1.sql
 \ir functions/rag_get_generation_v1.sql

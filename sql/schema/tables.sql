@@ -91,6 +91,24 @@ create policy tenant_isolation on {{invalidation}}
   using (tenant_id = current_setting('prism_memory.tenant_id', true))
   with check (tenant_id = current_setting('prism_memory.tenant_id', true));
 
+-- The embedding model of each thread: the model id and width of the embedder
+-- whose vectors the thread's entries hold, recorded by use_embedding_model_v1
+-- in the transaction of each guarded write (docs/embedders.md, "The embedding-model
+-- guard"). A thread written only by embedders without an identity has no row.
+create table {{embedding_model}} (
+  tenant_id   text        not null,
+  resource_id text        not null,
+  thread_id   text        not null,
+  model_id    text        not null,
+  dimensions  integer     not null check (dimensions between 1 and 16000),
+  updated_at  timestamptz not null default now(),
+  primary key (tenant_id, resource_id, thread_id)
+);
+alter table {{embedding_model}} enable row level security;
+create policy tenant_isolation on {{embedding_model}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+
 -- Parent-to-child thread share grants: the child thread (of the parent's or a
 -- derived child resource) may recall the listed entries of the parent thread
 -- until expires_at. Tenant-bound by the key; read with the child's key.
