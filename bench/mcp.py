@@ -152,6 +152,16 @@ async def http_client(url: str, token: str, tenant: str, other: str, ids: dict[s
                 await call("get_working_memory", {})
 
 
+async def report_progress(tally: Tally, started: float, every_s: float = 5.0) -> None:
+    """Log the calls of each ``every_s`` window while the HTTP clients run."""
+    seen = 0
+    while True:
+        await asyncio.sleep(every_s)
+        log(f"  {time.monotonic() - started:5.1f} s: {(tally.calls - seen) / every_s:.0f} calls/s, "
+            f"{tally.errors} errors, {tally.cross_tenant_hits} cross-tenant hits")
+        seen = tally.calls
+
+
 async def http_isolation(args: argparse.Namespace, dsn: str, schema: str, workdir: Path) -> dict:
     """Two look-alike tenants' tokens, ``--http-clients`` concurrent sessions for ``--http-seconds``."""
     tokens = {tenant: secrets.token_urlsafe(32) for tenant in TENANTS}
@@ -182,10 +192,12 @@ async def http_isolation(args: argparse.Namespace, dsn: str, schema: str, workdi
         log(f"http: {args.http_clients} concurrent clients for {args.http_seconds} s at {url}")
         started = time.monotonic()
         stop = started + args.http_seconds
+        progress = asyncio.create_task(report_progress(tally, started))
         await asyncio.gather(*(
             http_client(url, tokens[TENANTS[n % 2]], TENANTS[n % 2], TENANTS[(n + 1) % 2], ids, stop, tally, args.seed + n)
             for n in range(args.http_clients)))
         seconds = time.monotonic() - started
+        progress.cancel()
     finally:
         process.terminate()
         process.wait(timeout=30)

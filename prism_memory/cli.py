@@ -1,4 +1,4 @@
-"""The ``prism-memory`` command line: migrate, import, recall, working memory, demo.
+"""The ``prism-memory`` command line: migrate, import, recall, working memory, demo, the MCP server.
 
 Every command talks to PostgreSQL (``--dsn``; by default the embedded server
 kept under the user data dir) or, with ``--backend memory``, to the in-process

@@ -191,8 +191,8 @@ def token_stanza(name: str, token: str, scope: ServerScope) -> str:
 
 
 def toml_string(value: str) -> str:
-    """``value`` as a TOML basic string: a JSON string with every non-ASCII character and DEL escaped."""
-    return json.dumps(value).replace("\x7f", "\\u007f")
+    """``value`` as a TOML basic string: a JSON string (control characters escaped), DEL escaped too."""
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 class ScopedAccessToken(AccessToken):

@@ -130,7 +130,7 @@ def test_the_real_command_exits_2_at_once_without_a_scope(tmp_path):
 
 def test_token_file_round_trip_and_constant_time_matching(tmp_path):
     path = tmp_path / "tokens.toml"
-    odd = server_scope("a\"b\\c", "ünï\x7f", "tab\there", dsn="postgresql://app@/db?host=/tmp", name="odd \"name\"")
+    odd = server_scope("a\"b\\c", "ünï\x7f🦊", "tab\there\u2028", dsn="postgresql://app@/db?host=/tmp", name="odd \"name\"")
     tokens = ["token-one", "token-two"]
     path.write_text(token_stanza(odd.name, tokens[0], odd) + "\n" + token_stanza("plain", tokens[1], server_scope("t", "r")))
     first, second = load_token_file(path)
@@ -379,3 +379,61 @@ async def test_each_tokens_calls_run_as_its_own_database_role(pg_dsn, bound_role
     assert refused.text == ("Error executing tool recall: TenantAccessDeniedError: the server's database role may not "
                             "act for this tenant; ask the operator")
     assert served["stored"] == 1
+
+
+# -- docs/mcp.md -------------------------------------------------------------------------------------
+
+
+def documented(language: str) -> list[str]:
+    """The bodies of docs/mcp.md's blocks in ``language`` (they carry not-run markers: the tests below run them)."""
+    from test_docs import parse_blocks
+
+    return [block.body for block in parse_blocks(ROOT / "docs" / "mcp.md") if block.language == language]
+
+
+DOCUMENTED_COMMAND = "/absolute/path/to/prism-memory/.venv/bin/prism-memory"
+
+
+async def test_the_documented_agent_configs_start_a_working_server(pg_dsn, tmp_path):
+    """Each JSON configuration in docs/mcp.md, with its placeholders filled in (the path of prism-memory, the
+    test database, the token, the port), starts or reaches a server whose tools work."""
+    configs = [json.loads(body)["mcpServers"]["prism-memory"] for body in documented("json")]
+    assert [sorted(config) for config in configs] == [["args", "command", "env"], ["args", "command", "env"], ["headers", "url"]]
+    data_dir = tmp_path / "pgdata"
+    for config in configs[:2]:
+        assert config["command"] == DOCUMENTED_COMMAND
+        args = list(config["args"])
+        if "--dsn" in args:  # the reader's own database: here the test's, whose schema pins vector(64)
+            args[args.index("--dsn") + 1: args.index("--dsn") + 2] = [pg_dsn, "--dimensions", str(TEST_DIMENSIONS)]
+        parameters = StdioServerParameters(command=str(Path(sys.executable).parent / "prism-memory"), args=args,
+                                           env={**config["env"], "PRISM_MEMORY_DATA_DIR": str(data_dir)})
+        try:
+            with (tmp_path / "server.log").open("a") as errlog:
+                async with Client(stdio_client(parameters, errlog=errlog)) as client:
+                    call = Caller(client)
+                    stored = await call.ok("remember", texts=["Prefers green tea"])
+                    found = await call.ok("recall", query="tea", top_k=1)
+        finally:
+            if data_dir.exists():
+                subprocess.run(mcp_command("server", "stop"), env={**os.environ, "PRISM_MEMORY_DATA_DIR": str(data_dir)},
+                               capture_output=True, timeout=60)
+        assert found["hits"][0]["id"] == stored["ids"][0] and found["thread"] == ("work" if "--thread" in args else "main")
+
+    http_config = configs[2]
+    tokens = write_tokens(tmp_path)
+    with http_server(tmp_path, "--backend", "memory") as url:
+        port = urlparse(url).port
+        assert http_config["url"] == "http://127.0.0.1:8848/mcp"
+        headers = {name: value.replace("PASTE-THE-TOKEN-HERE", tokens["acme"]) for name, value in http_config["headers"].items()}
+        async with httpx2.AsyncClient(headers=headers) as http:
+            async with Client(streamable_http_client(http_config["url"].replace("8848", str(port)), http_client=http)) as client:
+                assert (await Caller(client).ok("remember", texts=["Prefers green tea"]))["stored"] == 1
+
+
+def test_the_documented_token_file_loads(tmp_path):
+    [example] = documented("toml")
+    (tmp_path / "tokens.toml").write_text(example)
+    [binding] = load_token_file(tmp_path / "tokens.toml")
+    assert binding.name == "ada-laptop" and binding.digest.hex() == "2fead4db771310f81c2e37570e62d10d56defaac42be44abf0c5b8553394d48e"
+    assert (binding.scope.tenant_id, binding.scope.resource_id, binding.scope.thread_id) == ("acme", "user-ada", "main")
+    assert binding.scope.dsn == "postgresql://acme_app@/prism_memory?host=/var/run/postgresql"
