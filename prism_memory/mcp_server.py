@@ -296,9 +296,9 @@ async def open_stores(
     ``backend`` ``"memory"``: one emulator for every scope (a scope naming a ``dsn`` raises
     :class:`ConfigurationError`). ``"postgres"``: ``dsn`` (migrated first when ``migrate``) for scopes
     without a database of their own, and one pool per distinct scope ``dsn`` (never migrated: such a URL
-    is an application role's, docs/security.md). Each scope with its own database is checked with one
-    read of its default thread before serving, so a role bound to another tenant (PM016) or a database
-    without the schema stops the server at start instead of failing its calls.
+    is an application role's, docs/security.md). Each scope is checked with one read of its default
+    thread before serving, so a role bound to another tenant (PM016), or one without the grants, stops
+    the server at start (:class:`ConfigurationError`) instead of failing its calls.
     """
     from .postgres import create_postgres_memory_stores
 
@@ -322,13 +322,12 @@ async def open_stores(
         for url in dict.fromkeys(scope.dsn for scope in scopes if scope.dsn is not None):
             opened[url] = await connect(url, False)
         for scope in scopes:
-            if scope.dsn is not None:
-                try:
-                    await opened[scope.dsn][0].count_by_thread(Scope(scope.tenant_id, scope.resource_id, scope.thread_id))
-                except PrismMemoryError as exc:
-                    raise ConfigurationError(
-                        f"token {scope.name!r}: its dsn cannot serve tenant {scope.tenant_id!r}: {type(exc).__name__}: {exc}"
-                    ) from exc
+            try:
+                await opened[scope.dsn][0].count_by_thread(Scope(scope.tenant_id, scope.resource_id, scope.thread_id))
+            except PrismMemoryError as exc:
+                raise ConfigurationError(
+                    f"{scope.name}: its database cannot serve tenant {scope.tenant_id!r}: {type(exc).__name__}: {exc}"
+                ) from exc
         yield opened
 
 
