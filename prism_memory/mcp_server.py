@@ -187,7 +187,8 @@ def token_stanza(name: str, token: str, scope: ServerScope) -> str:
     """The ``[[token]]`` table (TOML text) binding ``token``'s digest to ``scope``; the token itself is not in it."""
     fields = {"name": name, "sha256": hash_token(token), "tenant": scope.tenant_id, "resource": scope.resource_id,
               "thread": scope.thread_id, "dsn": scope.dsn}
-    return "\n".join(["[[token]]", *(f"{key} = {toml_string(value)}" for key, value in fields.items() if value is not None)]) + "\n"
+    lines = [f"{key} = {toml_string(value)}" for key, value in fields.items() if value is not None]
+    return "\n".join(["[[token]]", *lines]) + "\n"
 
 
 def toml_string(value: str) -> str:
@@ -403,7 +404,7 @@ class NewEntry(_Strict):
     importance: Annotated[float | None, Field(ge=0, le=1, description="0..1; overrides the call's importance.")] = None
     derived_from: Annotated[
         list[str] | None,
-        Field(max_length=32, description="Ids of entries (same thread) this one was derived from; it is retracted when they are."),
+        Field(max_length=32, description="Ids of entries (same thread) it derives from; it is retracted when they are."),
     ] = None
 
 
@@ -412,7 +413,7 @@ class ConsentChoice(_Strict):
 
     visible: Annotated[bool, Field(description="false stores the entries hidden from recall.")] = True
     scope: Annotated[
-        Literal["thread", "profile", "user"], Field(description="How far the entries may travel: this thread, the profile, the user.")
+        Literal["thread", "profile", "user"], Field(description="How far the entries may travel: thread, profile or user.")
     ] = "thread"
 
 
@@ -615,8 +616,8 @@ def create_mcp_server(
         return directory.resource(current_scope())
 
     async def remember(
-        entries: Annotated[list[NewEntry] | None, Field(min_length=1, max_length=MAX_NEW_ENTRIES, description="Entries to store.")] = None,
-        texts: Annotated[list[str] | None, Field(min_length=1, max_length=MAX_NEW_ENTRIES, description="Plain texts to store.")] = None,
+        entries: Annotated[list[NewEntry] | None, Field(min_length=1, max_length=MAX_NEW_ENTRIES, description="Entries.")] = None,
+        texts: Annotated[list[str] | None, Field(min_length=1, max_length=MAX_NEW_ENTRIES, description="Plain texts.")] = None,
         thread: Thread = None,
         importance: Annotated[float | None, Field(ge=0, le=1, description="0..1 for every entry (default: neutral).")] = None,
         consent: Annotated[ConsentChoice | None, Field(description="Visibility and scope of the new entries.")] = None,
@@ -628,7 +629,8 @@ def create_mcp_server(
                 raise InvalidEntryError("remember takes entries or texts: give exactly one of them")
             choice = consent or ConsentChoice()
             now = memory.config.now()
-            stored_consent = MemoryConsent(consent_source, choice.scope, choice.visible, granted_at=now if choice.visible else None)
+            granted_at = now if choice.visible else None
+            stored_consent = MemoryConsent(consent_source, choice.scope, choice.visible, granted_at=granted_at)
             items = [
                 MemoryEntry(
                     entry_ids(), entry.text, entry.metadata,
@@ -645,7 +647,7 @@ def create_mcp_server(
         query: Annotated[str, Field(description="What to look for, in natural language.")],
         thread: Thread = None,
         top_k: Annotated[int | None, Field(ge=1, le=32, description="Hits to return (default 8).")] = None,
-        message_range: Annotated[int | None, Field(ge=0, le=4, description="Also return entries within N turns of each hit.")] = None,
+        message_range: Annotated[int | None, Field(ge=0, le=4, description="Also return entries N turns around hits.")] = None,
     ) -> Recalled:
         """Find the stored entries most relevant to a query (revoked and forgotten ones never come back)."""
         with tool_errors(redaction):
@@ -661,7 +663,7 @@ def create_mcp_server(
     async def update_working_memory(
         data: Annotated[dict[str, Any] | str, Field(description="The whole new document: a JSON object.")],
         expected_version: Annotated[
-            int | None, Field(ge=0, description="Refuse unless the stored version is this (0: none yet); from get_working_memory.")
+            int | None, Field(ge=0, description="Refuse unless the stored version is this (0: none yet; see get_working_memory).")
         ] = None,
     ) -> WorkingMemory:
         """Replace the user's working-memory document; it must pass the server's schema."""
@@ -678,7 +680,8 @@ def create_mcp_server(
             memory = thread_memory(thread)
             page = await memory.export_memory(memory.scope, cursor, limit=limit, max_bytes=LIST_MAX_BYTES)
             name = memory.scope.thread_id
-            return MemoryPage(thread=name, entries=[Entry.of(record, name) for record in page.entries], next_cursor=page.next_cursor)
+            entries = [Entry.of(record, name) for record in page.entries]
+            return MemoryPage(thread=name, entries=entries, next_cursor=page.next_cursor)
 
     async def correct(
         entry_id: EntryId,
@@ -797,7 +800,9 @@ def create_mcp_server(
     return server
 
 
-async def context_text(directory: MemoryDirectory, scope: ServerScope, query: str, thread: str | None, max_tokens: int | None) -> str:
+async def context_text(
+    directory: MemoryDirectory, scope: ServerScope, query: str, thread: str | None, max_tokens: int | None
+) -> str:
     """The ``memory_context`` prompt's text: the context provider's blocks (docs/api.md, "Context injection")
     for ``query``, working memory (the resource's) first, then recalled entries of ``thread``, together
     within ``max_tokens`` (default ``limits.injected_tokens``). Raises the provider's and recall's errors

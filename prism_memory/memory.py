@@ -588,7 +588,9 @@ def check_reserved_segment(name: str, value: object) -> None:
     """Raise :class:`InvalidScopeError` when ``value`` (a resource or thread id) holds the reserved ``/agent:``
     segment, which only :meth:`Memory.child` makes."""
     if isinstance(value, str) and AGENT_SEGMENT in value:
-        raise InvalidScopeError(f"{name} {value!r} holds the reserved segment {AGENT_SEGMENT!r}: only Memory.child() makes such ids")
+        raise InvalidScopeError(
+            f"{name} {value!r} holds the reserved segment {AGENT_SEGMENT!r}: only Memory.child() makes such ids"
+        )
 
 
 def derive_child_scope(parent: Scope, agent_id: str) -> Scope:

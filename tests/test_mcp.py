@@ -41,7 +41,8 @@ TOOLS = ["remember", "recall", "get_working_memory", "update_working_memory", "l
 ADMIN_TOOLS = ["legal_hold", "apply_retention", "export_memory", "rebuild_index"]
 #: Keys whose values are times: each backend stamps its own.
 TIMES = {"created_at", "updated_at", "granted_at", "revoked_at", "createdAt", "updatedAt", "grantedAt", "revokedAt"}
-PROFILE_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": False}
+PROFILE_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
+                  "additionalProperties": False}
 
 
 @dataclass(frozen=True)
@@ -574,7 +575,8 @@ async def test_one_scope_sees_nothing_of_a_look_alike_scope(backends):
             assert (guessed.error, never.error) == ("EntryNotFoundError", "EntryNotFoundError")
             assert guessed.text.replace("corp-1", "ID") == never.text.replace("corp-9", "ID")
         assert outcome["working"]["version"] == 0
-        assert sorted(hit["text"] for hit in outcome["corp intact"]["hits"]) == ["salaries rise 5%", "the merger closes on Friday"]
+        corp_texts = sorted(hit["text"] for hit in outcome["corp intact"]["hits"])
+        assert corp_texts == ["salaries rise 5%", "the merger closes on Friday"]
         assert [hit["text"] for hit in outcome["bob intact"]["hits"]] == ["bob's merger notes"]
         seen_by_acme = repr({key: value for key, value in outcome.items() if "intact" not in key})
         assert not re.search(r"merger closes|salaries rise|bob's merger|Corp Ada", seen_by_acme)

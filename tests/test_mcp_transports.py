@@ -29,8 +29,8 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from prism_memory import grant_app_role
 from prism_memory.cli import main
-from prism_memory.mcp_server import BearerTokens, hash_token, load_token_file, server_scope, token_stanza
 from prism_memory.errors import ConfigurationError
+from prism_memory.mcp_server import BearerTokens, hash_token, load_token_file, server_scope, token_stanza
 
 from conftest import CITUS, TEST_CONFIG, TEST_DIMENSIONS
 from parity import assert_same
@@ -445,6 +445,7 @@ def test_the_documented_token_file_loads(tmp_path):
     [example] = documented("toml")
     (tmp_path / "tokens.toml").write_text(example)
     [binding] = load_token_file(tmp_path / "tokens.toml")
-    assert binding.name == "ada-laptop" and binding.digest.hex() == "2fead4db771310f81c2e37570e62d10d56defaac42be44abf0c5b8553394d48e"
+    assert binding.name == "ada-laptop"
+    assert binding.digest.hex() == "2fead4db771310f81c2e37570e62d10d56defaac42be44abf0c5b8553394d48e"
     assert (binding.scope.tenant_id, binding.scope.resource_id, binding.scope.thread_id) == ("acme", "user-ada", "main")
     assert binding.scope.dsn == "postgresql://acme_app@/prism_memory?host=/var/run/postgresql"
