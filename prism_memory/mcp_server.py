@@ -529,7 +529,7 @@ class Forgotten(BaseModel):
 
 class Held(BaseModel):
     thread: str
-    held: list[str]
+    ids: list[str] = Field(description="The ids given, tombstoned as held; the entries among them are kept under legal hold.")
 
 
 class Swept(BaseModel):
@@ -722,7 +722,7 @@ def create_mcp_server(
         with tool_errors(redaction):
             memory = thread_memory(thread)
             await memory.forget(ids, hold=True)
-            return Held(thread=memory.scope.thread_id, held=list(dict.fromkeys(ids)))
+            return Held(thread=memory.scope.thread_id, ids=list(dict.fromkeys(ids)))
 
     async def apply_retention(
         max_age_days: Annotated[float | None, Field(ge=0, le=36500, description="Delete entries older than this.")] = None,

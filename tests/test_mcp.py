@@ -303,7 +303,7 @@ async def test_admin_tools(backends):
                 "rebuilt": rebuilt, "resumed": resumed, "refused": refused}
 
     result = await on_both(backends, scenario, admin_tools=True)
-    assert result["held"] == {"thread": "thread-1", "held": ["e1"]}
+    assert result["held"] == {"thread": "thread-1", "ids": ["e1"]}
     assert result["not_deleted"]["deleted"] == 0
     assert sorted(hit["id"] for hit in result["recalled"]["hits"]) == ["e2", "e3", "e4", "e5"]
     assert result["swept"] == {"thread": "thread-1", "deleted": 2, "scanned": 3}  # e1 is held: scanned, kept
