@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 from mcp import Client, MCPError
-from mcp.types import INVALID_PARAMS
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
 from prism_memory import create_hash_embedder, create_postgres_memory_stores, grant_app_role
 from prism_memory.context import RECALL_HEADER, WORKING_HEADER, count_tokens
 from prism_memory.mcp_server import (
@@ -519,6 +519,11 @@ async def test_database_failures_have_fixed_texts(pg_dsn):
             broken = await call.failed("get_working_memory")
             await stores.close()
             closed = await call.failed("recall", query="tea")
+            protocol = []
+            for request in (client.read_resource("memory://working"), client.get_prompt("memory_context", {"query": "tea"})):
+                with pytest.raises(MCPError) as raised:
+                    await request
+                protocol.append((raised.value.code, raised.value.message))
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute(f"drop owned by {role}")
@@ -528,6 +533,7 @@ async def test_database_failures_have_fixed_texts(pg_dsn):
     assert broken.text == ("Error executing tool get_working_memory: StoreError: the database failed unexpectedly; "
                            "the server's log has the details")
     assert closed.text == "Error executing tool recall: StoreClosedError: the server is shutting down"
+    assert protocol == [(INTERNAL_ERROR, "StoreClosedError: the server is shutting down")] * 2
 
 
 async def test_one_scope_sees_nothing_of_a_look_alike_scope(backends):
