@@ -14,6 +14,7 @@ import dataclasses
 import importlib
 import json
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, redirect_stdout
@@ -448,6 +449,35 @@ def mcp_memory_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
+async def until_terminated(serving: Awaitable[None]) -> bool:
+    """Await ``serving`` until it ends, or until the process gets SIGTERM (how a service manager stops a server),
+    which cancels it; returns whether SIGTERM did. Cancelled, the HTTP server shuts down gracefully, closes its
+    stores, and the process leaves through its exit handlers, which release the embedded server's handle (a
+    process ended by the signal itself leaves a stale handle that keeps ``prism-memory server stop`` from
+    stopping the embedded server)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(serving)
+    terminated = asyncio.Event()
+
+    def terminate() -> None:
+        terminated.set()
+        task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, terminate)
+    except (RuntimeError, NotImplementedError, ValueError):  # not the main thread, or a loop without signals
+        await task
+        return False
+    try:
+        await task
+    except asyncio.CancelledError:
+        if not terminated.is_set():
+            raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+    return terminated.is_set()
+
+
 async def cmd_mcp(args: argparse.Namespace, out: Console, status: Console) -> None:
     """Serve the memory over MCP: stdio (one scope from flags or the environment) or streamable HTTP (a scope
     per bearer token from ``--tokens``). Refuses to start without a scope (exit code 2)."""
@@ -491,15 +521,21 @@ async def cmd_mcp(args: argparse.Namespace, out: Console, status: Console) -> No
             scope = scopes[0]
             status.print(f"prism-memory mcp: serving tenant {scope.tenant_id!r}, resource {scope.resource_id!r} "
                          f"(thread {scope.thread_id!r}) over stdio on {where}", markup=False)
+            # Until the client closes standard input (the MCP shutdown); a SIGTERM after that ends the process at once.
             await server.run_stdio_async()
             return
         if args.host not in LOOPBACK:
             status.print(f"prism-memory mcp: warning: listening on {args.host}, beyond this machine, without TLS: "
                          "put a TLS-terminating proxy in front (docs/mcp.md)", markup=False)
-        async with mcp_server.serving_http(server, args.host, args.port) as endpoint:
-            status.print(f"prism-memory mcp: serving {len(scopes)} token(s) over streamable HTTP at {endpoint.url} "
-                         f"on {where}", markup=False)
-            await endpoint.finished
+
+        async def serve_http() -> None:
+            async with mcp_server.serving_http(server, args.host, args.port) as endpoint:
+                status.print(f"prism-memory mcp: serving {len(scopes)} token(s) over streamable HTTP at {endpoint.url} "
+                             f"on {where}", markup=False)
+                await asyncio.shield(endpoint.finished)  # cancelled, the block's exit stops uvicorn gracefully
+
+        if await until_terminated(serve_http()):
+            status.print("prism-memory mcp: stopped (SIGTERM)", markup=False)
 
 
 async def cmd_mcp_token(args: argparse.Namespace, out: Console, status: Console) -> None:

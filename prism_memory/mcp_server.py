@@ -823,7 +823,8 @@ async def context_text(
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class HttpEndpoint:
-    """A running HTTP server: its MCP endpoint's ``url`` and ``finished``, the task that ends when it stops."""
+    """A running HTTP server: its MCP endpoint's ``url`` and ``finished``, the task that ends when it stops (await
+    it shielded: cancelling it would stop the server abruptly, where leaving :func:`serving_http` stops it gracefully)."""
 
     url: str
     finished: asyncio.Task[None]
@@ -835,13 +836,21 @@ async def serving_http(server: MCPServer, host: str, port: int) -> AsyncIterator
     ends or the process is interrupted.
 
     Stateless: every request is authenticated and scoped on its own (no session carries a scope from one
-    request to the next). DNS-rebinding protection is on for a loopback ``host`` (the SDK's default). Raises
-    :class:`ConfigurationError` when the address cannot be bound.
+    request to the next). DNS-rebinding protection is on for a loopback ``host`` (the SDK's default). Signals
+    are the caller's: cancelled (the CLI cancels on SIGTERM), the block shuts the server down gracefully on
+    its way out. Raises :class:`ConfigurationError` when the address cannot be bound.
     """
     import uvicorn
 
+    class Server(uvicorn.Server):
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # uvicorn would take SIGINT and SIGTERM for itself and raise them again once stopped, which ends the
+            # process before its exit handlers run; the caller handles them instead.
+            yield
+
     app = server.streamable_http_app(stateless_http=True, host=host)
-    http = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    http = Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
     finished = asyncio.create_task(http.serve())
     while not http.started:
         if finished.done():

@@ -192,13 +192,14 @@ def test_mcp_token_appends_a_digest_and_prints_the_token_once(tmp_path, capsys):
 
 
 @contextlib.contextmanager
-def http_server(tmp_path: Path, *options: str) -> Iterator[str]:
+def http_server(tmp_path: Path, *options: str, env: dict[str, str] | None = None) -> Iterator[str]:
     """A ``prism-memory OPTIONS mcp --transport http --port 0 --tokens tokens.toml`` process over the token
-    file in ``tmp_path``; yields its endpoint URL (from its log)."""
+    file in ``tmp_path``; yields its endpoint URL (from its log). Stopped with SIGTERM, it must shut down
+    cleanly: exit status 0, no traceback."""
     log = tmp_path / f"http-{secrets.token_hex(3)}.log"
     with log.open("w") as errlog:
         process = subprocess.Popen(mcp_command(*options, "mcp", "--transport", "http", "--port", "0", "--tokens", "tokens.toml"),
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog, cwd=tmp_path)
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog, cwd=tmp_path, env=env)
     try:
         deadline = time.monotonic() + SERVER_START_S
         while not (found := re.search(r"at (http://127\.0\.0\.1:\d+/mcp) ", log.read_text())):
@@ -207,7 +208,8 @@ def http_server(tmp_path: Path, *options: str) -> Iterator[str]:
         yield found.group(1)
     finally:
         process.terminate()
-        process.wait(timeout=30)
+        assert process.wait(timeout=30) == 0, log.read_text()
+        assert "stopped (SIGTERM)" in log.read_text()
         assert "Traceback" not in log.read_text(), log.read_text()
 
 
@@ -449,3 +451,19 @@ def test_the_documented_token_file_loads(tmp_path):
     assert binding.digest.hex() == "2fead4db771310f81c2e37570e62d10d56defaac42be44abf0c5b8553394d48e"
     assert (binding.scope.tenant_id, binding.scope.resource_id, binding.scope.thread_id) == ("acme", "user-ada", "main")
     assert binding.scope.dsn == "postgresql://acme_app@/prism_memory?host=/var/run/postgresql"
+
+
+async def test_a_stopped_server_releases_the_embedded_database(tmp_path):
+    """SIGTERM (how agents and service managers stop a server) ends the process through its exit handlers, so the
+    embedded PostgreSQL it started is released: `prism-memory server stop` stops it afterwards (a stale handle
+    once kept it running)."""
+    env = {**os.environ, "PRISM_MEMORY_DATA_DIR": str(tmp_path / "pgdata")}
+    tokens = write_tokens(tmp_path)
+    try:
+        with http_server(tmp_path, env=env) as url:
+            async with http_session(url, tokens["acme"]) as call:
+                assert (await call.ok("remember", texts=["Prefers green tea"]))["stored"] == 1
+    finally:
+        stopped = subprocess.run(mcp_command("server", "stop"), env=env, capture_output=True, text=True, timeout=60)
+    assert "stopped the embedded PostgreSQL" in stopped.stdout, stopped
+    assert not (tmp_path / "pgdata" / "postmaster.pid").exists()
