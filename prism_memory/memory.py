@@ -358,6 +358,18 @@ class Memory:
         """
         return WorkingMemoryProcessor(self, extract)
 
+    def for_thread(self, thread_id: str) -> Memory:
+        """This memory's tenant and resource in thread ``thread_id``, with the same stores, embedder, limits,
+        redaction and hooks (how one server serves many threads of a resource, e.g. the MCP server).
+
+        The returned memory has its own background-write queue. Raises :class:`InvalidScopeError` for a
+        thread id that is not a non-blank string of at most 256 bytes, or that holds the reserved
+        ``/agent:`` segment (only :meth:`child` makes such ids).
+        """
+        check_reserved_segment("thread_id", thread_id)
+        scope = check_scope(Scope(self.scope.tenant_id, self.scope.resource_id, thread_id), thread_required=True)
+        return Memory(dataclasses.replace(self._config, scope=scope))
+
     def child(self, agent_id: str) -> Memory:
         """The memory of a delegated agent (seed: "Delegated-agent isolation").
 
@@ -582,6 +594,15 @@ class Memory:
 
 
 
+def check_reserved_segment(name: str, value: object) -> None:
+    """Raise :class:`InvalidScopeError` when ``value`` (a resource or thread id) holds the reserved ``/agent:``
+    segment, which only :meth:`Memory.child` makes."""
+    if isinstance(value, str) and AGENT_SEGMENT in value:
+        raise InvalidScopeError(
+            f"{name} {value!r} holds the reserved segment {AGENT_SEGMENT!r}: only Memory.child() makes such ids"
+        )
+
+
 def derive_child_scope(parent: Scope, agent_id: str) -> Scope:
     """A delegated agent's scope: ``Scope(tenant, "<resource>/agent:<agent_id>", "<thread>/agent:<agent_id>")``.
 
@@ -644,11 +665,8 @@ def create_memory(
     fails the write (:class:`InvalidEntryError`); it never runs at recall.
     """
     scope = check_scope(Scope(tenant_id, resource_id, thread_id), thread_required=False)
-    for name, value in (("resource_id", resource_id), ("thread_id", thread_id)):
-        if value is not None and AGENT_SEGMENT in value:
-            raise InvalidScopeError(
-                f"{name} {value!r} holds the reserved segment {AGENT_SEGMENT!r}: only Memory.child() makes such ids"
-            )
+    check_reserved_segment("resource_id", resource_id)
+    check_reserved_segment("thread_id", thread_id)
     if embedder is None or not isinstance(getattr(embedder, "dimensions", None), int) or not hasattr(embedder, "embed"):
         raise ConfigurationError("embedder must have an int `dimensions` and an async `embed(texts)` method")
     if getattr(embedder, "embed_query", None) is not None and not callable(embedder.embed_query):

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
-sys.path.insert(0, str(BENCH))
+sys.path.append(str(BENCH))  # after site-packages: bench/mcp.py must not shadow the SDK's mcp package
 
 from corpus import CorpusSpec, tenant_batches, thread_entries, thread_sizes, threads  # noqa: E402
 

@@ -2,7 +2,8 @@
 
 import math
 
-from prism_memory import MemoryEntry
+import pytest
+from prism_memory import InvalidScopeError, MemoryEntry, create_hash_embedder, create_memory
 from prism_memory.lexical import lexical_terms
 from prism_memory.scoring import LEXICAL_WEIGHT
 
@@ -152,3 +153,29 @@ async def test_metadata_and_working_memory_come_back_as_their_json(backends):
     stored, working, read_back = await backends.run(scenario)
     assert stored == {"tuple": [1, "two"], "nested": {"list": [1.5, None, True, {"deep": "ü"}]}, "big": 2**70}
     assert working == read_back == {"pair": ["a", "b"], "n": 1}
+
+
+async def test_for_thread_is_the_same_resource_in_another_thread(backends):
+    """Memory.for_thread (how the MCP server serves a resource's threads): same tenant, resource, stores and
+    options; a thread of its own, isolated from the others like any thread."""
+    async def scenario(backend):
+        base = backend.memory(thread_id=None, secrets=["hunter2"])
+        plans, diary = base.for_thread("plans"), base.for_thread("diary")
+        await plans.remember([{"id": "p1", "text": "book the hunter2 train to Lyon"}], wait=True)
+        await diary.remember([{"id": "d1", "text": "walked to the train station"}], wait=True)
+        assert (plans.scope.tenant_id, plans.scope.resource_id, plans.scope.thread_id) == ("t1", "user-ada", "plans")
+        assert plans.vector_store is base.vector_store and plans.config.redaction is base.config.redaction
+        return {"plans": await plans.recall("train"), "diary": await diary.recall("train"),
+                "direct": await backend.memory(thread_id="plans").recall("train")}
+
+    result = await backends.run(scenario)
+    assert [hit["id"] for hit in result["plans"]["hits"]] == ["p1"] == [hit["id"] for hit in result["direct"]["hits"]]
+    assert result["plans"]["hits"][0]["text"] == "book the [REDACTED] train to Lyon"
+    assert [hit["id"] for hit in result["diary"]["hits"]] == ["d1"]
+
+
+@pytest.mark.parametrize("thread_id", ["", "   ", "x" * 257, None, 7, "main/agent:researcher"])
+def test_for_thread_refuses_a_malformed_or_reserved_thread(thread_id):
+    base = create_memory(tenant_id="t", resource_id="r", embedder=create_hash_embedder(8))
+    with pytest.raises(InvalidScopeError):
+        base.for_thread(thread_id)
