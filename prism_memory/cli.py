@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, redirect_stdout
 from dataclasses import dataclass
 from importlib import resources
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from rich.text import Text
 
 from .embedding import Embedder, create_hash_embedder, embedding_model
 from .emulator import create_memory_vector_store, create_memory_working_store
-from .errors import ConfigurationError, ValidationError, WorkingMemoryValidationError
+from .errors import ConfigurationError, EmbeddingModelMismatchError, ValidationError, WorkingMemoryValidationError
 from .locomo import Conversation, detect_format, load_jsonl_entries, load_locomo
 from .memory import Memory, create_memory
 from .postgres import create_postgres_memory_stores
@@ -671,6 +672,7 @@ def _add_common(parser: argparse.ArgumentParser, suppress: bool) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The ``prism-memory`` argument parser; each command sets ``handler``."""
     parser = argparse.ArgumentParser(prog="prism-memory", description="Agent memory in PostgreSQL + pgvector.")
+    parser.add_argument("--version", action="version", version=f"prism-memory {version('prism-memory')}")
     _add_common(parser, suppress=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -779,7 +781,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     status = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         asyncio.run(args.handler(args, out, status))
-    except (UsageError, ValidationError, ConfigurationError) as exc:
+    except (UsageError, ValidationError, ConfigurationError, EmbeddingModelMismatchError) as exc:  # a wrong --embedder too
         status.print(f"prism-memory: error: {type(exc).__name__}: {exc}", markup=False)
         return 2
     except KeyboardInterrupt:
