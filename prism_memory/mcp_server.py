@@ -705,14 +705,14 @@ def create_mcp_server(
         scope: Annotated[Literal["thread", "profile", "user"] | None, Field(description="How far the entry may travel.")] = None,
         thread: Thread = None,
     ) -> Entry:
-        """Grant or revoke the user's consent to use an entry, or change its scope."""
+        """Grant or revoke the user's consent to use an entry, or change its scope (recorded as the server's consent source)."""
         with tool_errors(redaction):
             memory = thread_memory(thread)
             if visible is None and scope is None:
                 raise InvalidEntryError("set_consent needs visible or scope")
             now = memory.config.now()
             record = await memory.set_consent(
-                entry_id, visible=visible, scope=scope,
+                entry_id, visible=visible, source=consent_source, scope=scope,
                 granted_at=now if visible is True else None, revoked_at=now if visible is False else None,
             )
             return Entry.of(record, memory.scope.thread_id)

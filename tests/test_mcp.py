@@ -414,6 +414,25 @@ async def test_writes_carry_explicit_consent_so_require_consent_deployments_work
     assert [hit["id"] for hit in result["recalled"]["hits"]] == ["e1"]
     assert [(entry["id"], entry["consent"]["source"]) for entry in result["listed"]["entries"]] == [("e1", "user")]
 
+async def test_consent_changes_carry_the_servers_consent_source(backends):
+    """set_consent through the server records the server's consent source, as remember does: a grant, a scope
+    change or a revocation by the agent is never stored as the user's consent (the facade's default source)."""
+    async def scenario(call, backend):
+        other = backend.memory(tenant_id="acme", resource_id="user-ada", thread_id="thread-1")
+        await other.remember([{"id": "legacy-1", "text": "an imported note about tea"},  # no consent at all
+                              {"id": "legacy-2", "text": "another imported note about tea"},
+                              {"id": "user-1", "text": "a note the user consented to",
+                               "consent": {"source": "user", "scope": "thread", "visible": True}}], wait=True)
+        granted = await call.ok("set_consent", entry_id="legacy-1", visible=True)
+        rescoped = await call.ok("set_consent", entry_id="legacy-2", scope="profile")
+        revoked = await call.ok("set_consent", entry_id="user-1", visible=False)
+        return {"granted": granted, "rescoped": rescoped, "revoked": revoked}
+
+    result = await on_both(backends, scenario, consent_source="system")
+    assert {case: entry["consent"]["source"] for case, entry in result.items()} == {
+        "granted": "system", "rescoped": "system", "revoked": "system"}
+
+
 
 async def test_redaction_applies_to_everything_returned(backends):
     """Secrets and the redactor apply to what tools store and to everything they return, including entries
