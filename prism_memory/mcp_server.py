@@ -9,7 +9,7 @@ call (tenant, resource, default thread, database) comes from the server, never f
 
 Tools take a thread only within that scope's resource, and refuse unknown arguments (a ``tenant`` or
 ``resource`` argument is an error, not ignored). Every :class:`~prism_memory.errors.PrismMemoryError`
-becomes a readable tool error (redacted, with fixed texts for database failures); anything else is the
+becomes a readable tool error (redacted, with fixed texts for database and embedder failures); anything else is the
 SDK's generic "Error executing tool <name>" with the traceback in the server's log only.
 """
 
@@ -46,6 +46,8 @@ from .embedding import Embedder
 from .emulator import create_memory_vector_store, create_memory_working_store
 from .errors import (
     ConfigurationError,
+    EmbeddingFailedError,
+    EmbeddingUnavailableError,
     InvalidEntryError,
     InvalidQueryError,
     PrismMemoryError,
@@ -338,18 +340,21 @@ async def open_stores(
 def describe(error: PrismMemoryError, redaction: Redaction) -> str:
     """The readable, redacted text of ``error`` for a tool's caller: ``"<ErrorType>: <message>"``.
 
-    Database failures get fixed texts (their messages may hold server details; the log has them), a
-    tenant-bound role's refusal says to ask the operator.
+    Database and embedder failures get fixed texts (their messages may hold server details: an endpoint's
+    answer, an address, a host exception; the log has them), a tenant-bound role's refusal says to ask the
+    operator.
     """
     fixed = {
         StoreUnavailableError: "the database is unavailable now; retry later",
         StoreClosedError: "the server is shutting down",
         TenantAccessDeniedError: "the server's database role may not act for this tenant; ask the operator",
+        EmbeddingUnavailableError: "the embedder is unavailable now; retry later",
     }
     text = next((message for kind, message in fixed.items() if isinstance(error, kind)), None)
-    if text is None and isinstance(error, StoreError):
-        logger.error("a tool call failed in the database", exc_info=error)
-        text = "the database failed unexpectedly; the server's log has the details"
+    for kind, what in ((StoreError, "database"), (EmbeddingFailedError, "embedder")):
+        if text is None and isinstance(error, kind):
+            logger.error("a tool call failed in the %s", what, exc_info=error)
+            text = f"the {what} failed unexpectedly; the server's log has the details"
     if text is None:
         try:
             text = redaction.text(str(error))
