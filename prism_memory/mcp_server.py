@@ -130,6 +130,8 @@ class TokenBinding:
 
 
 _TOKEN_KEYS = {"name", "sha256", "tenant", "resource", "thread", "dsn"}
+#: The SHA-256 of the empty token (what ``echo -n "$UNSET" | sha256sum`` prints): refused in a token file.
+EMPTY_TOKEN_DIGEST = hashlib.sha256(b"").hexdigest()
 
 
 def hash_token(token: str) -> str:
@@ -149,7 +151,8 @@ def load_token_file(path: str | Path) -> list[TokenBinding]:
     ``tenant`` and ``resource``, and optionally ``name`` (for logs, default ``token-N``), ``thread`` (the
     default thread, default ``main``) and ``dsn`` (a database URL for this token's calls, e.g. a role bound
     to its tenant). Raises :class:`ConfigurationError` for an unreadable file, invalid TOML, an unknown
-    key, a malformed or repeated digest or name, a bad scope id, and a file with no token.
+    key, a malformed or repeated digest or name, the digest of the empty token, a bad scope id, and a file
+    with no token.
     """
     try:
         document = tomllib.loads(Path(path).read_text(encoding="utf-8"))
@@ -176,6 +179,8 @@ def load_token_file(path: str | Path) -> list[TokenBinding]:
         digest = values["sha256"]
         if digest is None or len(digest) != 64 or any(char not in "0123456789abcdef" for char in digest.lower()):
             raise ConfigurationError(f"{where}sha256 must be the 64 hex digits of the token's SHA-256")
+        if digest.lower() == EMPTY_TOKEN_DIGEST:
+            raise ConfigurationError(f"{where}sha256 is the digest of an empty token (was the token's variable unset?)")
         name = values["name"] or f"token-{number}"
         scope = server_scope(values["tenant"], values["resource"], values["thread"], dsn=values["dsn"], name=name, where=where)
         bindings.append(TokenBinding(name, bytes.fromhex(digest), scope))
@@ -214,13 +219,15 @@ class BearerTokens:
 
     ``verify_token`` hashes the presented token and compares the digest with every binding's in constant
     time (``hmac.compare_digest``, no early exit), so timing says nothing about which binding, if any,
-    came close. An unknown token gives ``None``, which the SDK answers with 401.
+    came close. An unknown or empty token gives ``None``, which the SDK answers with 401.
     """
 
     def __init__(self, bindings: Sequence[TokenBinding]) -> None:
         self._bindings = tuple(bindings)
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        if not token:  # never a token, whatever the bindings
+            return None
         try:
             digest = hashlib.sha256(token.encode("utf-8")).digest()
         except UnicodeEncodeError:
