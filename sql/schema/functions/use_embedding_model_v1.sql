@@ -41,13 +41,7 @@ begin
   end if;
   perform assert_scope_v1(p_tenant_id, g.resource_id, g.thread_id, true)
   from unnest(p_resource_ids, p_thread_ids) as g(resource_id, thread_id);
-  if p_model_id is null or is_blank_v1(p_model_id) or octet_length(p_model_id) > 256 then
-    raise exception 'the embedding model id must be a non-blank string of at most 256 bytes' using errcode = 'PM017';
-  end if;
-  if p_dimensions is null or p_dimensions not between 1 and 16000 then
-    raise exception 'the embedding model''s width must be between 1 and 16000, got %', p_dimensions
-      using errcode = 'PM017';
-  end if;
+  perform assert_embedding_model_v1(p_model_id, p_dimensions);
   if p_switch is null then
     raise exception 'p_switch must be true (rebuild_index switches the model) or false' using errcode = 'PM017';
   end if;
