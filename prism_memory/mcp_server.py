@@ -717,7 +717,7 @@ def create_mcp_server(
         scope: Annotated[Literal["thread", "profile", "user"] | None, Field(description="How far the entry may travel.")] = None,
         thread: Thread = None,
     ) -> Entry:
-        """Grant or revoke the user's consent to use an entry, or change its scope (recorded as the server's consent source)."""
+        """Grant or revoke the user's consent to use an entry, or change its scope."""
         with tool_errors(redaction):
             memory = thread_memory(thread)
             if visible is None and scope is None:
