@@ -9,7 +9,7 @@ call (tenant, resource, default thread, database) comes from the server, never f
 
 Tools take a thread only within that scope's resource, and refuse unknown arguments (a ``tenant`` or
 ``resource`` argument is an error, not ignored). Every :class:`~prism_memory.errors.PrismMemoryError`
-becomes a readable tool error (redacted, with fixed texts for database failures); anything else is the
+becomes a readable tool error (redacted, with fixed texts for database and embedder failures); anything else is the
 SDK's generic "Error executing tool <name>" with the traceback in the server's log only.
 """
 
@@ -46,6 +46,8 @@ from .embedding import Embedder
 from .emulator import create_memory_vector_store, create_memory_working_store
 from .errors import (
     ConfigurationError,
+    EmbeddingFailedError,
+    EmbeddingUnavailableError,
     InvalidEntryError,
     InvalidQueryError,
     PrismMemoryError,
@@ -128,6 +130,8 @@ class TokenBinding:
 
 
 _TOKEN_KEYS = {"name", "sha256", "tenant", "resource", "thread", "dsn"}
+#: The SHA-256 of the empty token (what ``echo -n "$UNSET" | sha256sum`` prints): refused in a token file.
+EMPTY_TOKEN_DIGEST = hashlib.sha256(b"").hexdigest()
 
 
 def hash_token(token: str) -> str:
@@ -147,7 +151,8 @@ def load_token_file(path: str | Path) -> list[TokenBinding]:
     ``tenant`` and ``resource``, and optionally ``name`` (for logs, default ``token-N``), ``thread`` (the
     default thread, default ``main``) and ``dsn`` (a database URL for this token's calls, e.g. a role bound
     to its tenant). Raises :class:`ConfigurationError` for an unreadable file, invalid TOML, an unknown
-    key, a malformed or repeated digest or name, a bad scope id, and a file with no token.
+    key, a malformed or repeated digest or name, the digest of the empty token, a bad scope id, and a file
+    with no token.
     """
     try:
         document = tomllib.loads(Path(path).read_text(encoding="utf-8"))
@@ -174,6 +179,8 @@ def load_token_file(path: str | Path) -> list[TokenBinding]:
         digest = values["sha256"]
         if digest is None or len(digest) != 64 or any(char not in "0123456789abcdef" for char in digest.lower()):
             raise ConfigurationError(f"{where}sha256 must be the 64 hex digits of the token's SHA-256")
+        if digest.lower() == EMPTY_TOKEN_DIGEST:
+            raise ConfigurationError(f"{where}sha256 is the digest of an empty token (was the token's variable unset?)")
         name = values["name"] or f"token-{number}"
         scope = server_scope(values["tenant"], values["resource"], values["thread"], dsn=values["dsn"], name=name, where=where)
         bindings.append(TokenBinding(name, bytes.fromhex(digest), scope))
@@ -212,13 +219,15 @@ class BearerTokens:
 
     ``verify_token`` hashes the presented token and compares the digest with every binding's in constant
     time (``hmac.compare_digest``, no early exit), so timing says nothing about which binding, if any,
-    came close. An unknown token gives ``None``, which the SDK answers with 401.
+    came close. An unknown or empty token gives ``None``, which the SDK answers with 401.
     """
 
     def __init__(self, bindings: Sequence[TokenBinding]) -> None:
         self._bindings = tuple(bindings)
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        if not token:  # never a token, whatever the bindings
+            return None
         try:
             digest = hashlib.sha256(token.encode("utf-8")).digest()
         except UnicodeEncodeError:
@@ -338,18 +347,21 @@ async def open_stores(
 def describe(error: PrismMemoryError, redaction: Redaction) -> str:
     """The readable, redacted text of ``error`` for a tool's caller: ``"<ErrorType>: <message>"``.
 
-    Database failures get fixed texts (their messages may hold server details; the log has them), a
-    tenant-bound role's refusal says to ask the operator.
+    Database and embedder failures get fixed texts (their messages may hold server details: an endpoint's
+    answer, an address, a host exception; the log has them), a tenant-bound role's refusal says to ask the
+    operator.
     """
     fixed = {
         StoreUnavailableError: "the database is unavailable now; retry later",
         StoreClosedError: "the server is shutting down",
         TenantAccessDeniedError: "the server's database role may not act for this tenant; ask the operator",
+        EmbeddingUnavailableError: "the embedder is unavailable now; retry later",
     }
     text = next((message for kind, message in fixed.items() if isinstance(error, kind)), None)
-    if text is None and isinstance(error, StoreError):
-        logger.error("a tool call failed in the database", exc_info=error)
-        text = "the database failed unexpectedly; the server's log has the details"
+    for kind, what in ((StoreError, "database"), (EmbeddingFailedError, "embedder")):
+        if text is None and isinstance(error, kind):
+            logger.error("a tool call failed in the %s", what, exc_info=error)
+            text = f"the {what} failed unexpectedly; the server's log has the details"
     if text is None:
         try:
             text = redaction.text(str(error))
@@ -712,7 +724,7 @@ def create_mcp_server(
                 raise InvalidEntryError("set_consent needs visible or scope")
             now = memory.config.now()
             record = await memory.set_consent(
-                entry_id, visible=visible, scope=scope,
+                entry_id, visible=visible, source=consent_source, scope=scope,
                 granted_at=now if visible is True else None, revoked_at=now if visible is False else None,
             )
             return Entry.of(record, memory.scope.thread_id)

@@ -336,8 +336,10 @@ def _released_text(relative: str, digest: str) -> str:
     """The released content of head file ``relative``: the newest version in git history whose SHA-256 is ``digest``."""
     top = Path(_git(SCHEMA_DIR, "rev-parse", "--show-toplevel").decode("utf-8").strip())
     path = (SCHEMA_DIR / relative).resolve().relative_to(top.resolve()).as_posix()
-    # The commits that added, changed or renamed the file (not those that deleted it), newest first.
-    for commit in _git(top, "log", "--format=%H", "--diff-filter=ACMR", "HEAD", "--", path).decode("ascii").split():
+    # The commits that added, changed or renamed the file (not those that deleted it), newest first; merge commits
+    # too (-m: against each parent), since a merge of two branches that both edited the file is its only holder.
+    commits = _git(top, "log", "-m", "--format=%H", "--diff-filter=ACMR", "HEAD", "--", path).decode("ascii").split()
+    for commit in dict.fromkeys(commits):
         content = _git(top, "show", f"{commit}:{path}")
         if hashlib.sha256(content).hexdigest() == digest:
             return content.decode("utf-8")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
-sys.path.insert(0, str(BENCH))
+sys.path.append(str(BENCH))  # after site-packages: bench/mcp.py must not shadow the SDK's mcp package
 
 from locomo import is_tie  # noqa: E402
 

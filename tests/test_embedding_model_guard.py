@@ -269,11 +269,18 @@ async def test_create_memory_refuses_an_embedder_with_a_bad_model_id(backends):
 
 def test_the_sql_guard_refuses_a_blank_model_id_and_bad_threads(pg_dsn):
     with psycopg.connect(pg_dsn) as conn:
+        vector = "[" + ",".join(["1"] * TEST_DIMENSIONS) + "]"
+        conn.execute("select prism_memory.use_embedding_model_v1('t1', array['r'], array['held'], 'm', %s)", (TEST_DIMENSIONS,))
+        conn.execute("select prism_memory.remember_v1('t1', 'r', 'held', array['e1'], array['x'], array[%s::vector], "
+                     "array['{}'::jsonb])", (vector,))
+        conn.commit()
         for arguments, state in (
             (("t1", ["r"], ["th"], " ", 64, False), "PM017"),
             (("t1", ["r"], ["th"], "m", 0, False), "PM017"),
             (("t1", ["r"], [], "m", 64, False), "PM001"),
             (("t1", ["r"], [" "], "m", 64, False), "PM001"),
+            # a psql caller's NULL p_switch is refused, not read as a switch of a thread that holds another model's entries
+            (("t1", ["r"], ["held"], "other", TEST_DIMENSIONS, None), "PM017"),
         ):
             with pytest.raises(psycopg.Error) as raised:
                 conn.execute("select prism_memory.use_embedding_model_v1(%s, %s, %s, %s, %s, %s)", arguments)

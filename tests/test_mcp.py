@@ -414,6 +414,25 @@ async def test_writes_carry_explicit_consent_so_require_consent_deployments_work
     assert [hit["id"] for hit in result["recalled"]["hits"]] == ["e1"]
     assert [(entry["id"], entry["consent"]["source"]) for entry in result["listed"]["entries"]] == [("e1", "user")]
 
+async def test_consent_changes_carry_the_servers_consent_source(backends):
+    """set_consent through the server records the server's consent source, as remember does: a grant, a scope
+    change or a revocation by the agent is never stored as the user's consent (the facade's default source)."""
+    async def scenario(call, backend):
+        other = backend.memory(tenant_id="acme", resource_id="user-ada", thread_id="thread-1")
+        await other.remember([{"id": "legacy-1", "text": "an imported note about tea"},  # no consent at all
+                              {"id": "legacy-2", "text": "another imported note about tea"},
+                              {"id": "user-1", "text": "a note the user consented to",
+                               "consent": {"source": "user", "scope": "thread", "visible": True}}], wait=True)
+        granted = await call.ok("set_consent", entry_id="legacy-1", visible=True)
+        rescoped = await call.ok("set_consent", entry_id="legacy-2", scope="profile")
+        revoked = await call.ok("set_consent", entry_id="user-1", visible=False)
+        return {"granted": granted, "rescoped": rescoped, "revoked": revoked}
+
+    result = await on_both(backends, scenario, consent_source="system")
+    assert {case: entry["consent"]["source"] for case, entry in result.items()} == {
+        "granted": "system", "rescoped": "system", "revoked": "system"}
+
+
 
 async def test_redaction_applies_to_everything_returned(backends):
     """Secrets and the redactor apply to what tools store and to everything they return, including entries
@@ -497,6 +516,56 @@ async def test_an_unexpected_failure_says_nothing_of_itself(backends):
 
     result = await on_both(backends, scenario, redactor=redactor)
     assert result["refused"].text == "Error executing tool recall"
+
+
+class LeakyEmbedder:
+    """A host embedder that fails with infrastructure details in its exception (wrapped as EmbeddingFailedError)."""
+
+    dimensions = TEST_DIMENSIONS
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        raise RuntimeError("POST http://10.1.2.3:8080/embed failed with key sk-live-4f2a")
+
+
+async def test_embedder_failures_have_fixed_texts(backends):
+    """An embedder's failure is the server's infrastructure, like a database failure: the caller reads its type and a
+    fixed text, never the endpoint's answer, its address or the host exception (the server's log has them). A real
+    OpenAI-compatible server on 127.0.0.1 refuses a wrong key (HTTP 401) and fails (HTTP 500); a host embedder
+    raises. The server keeps serving."""
+    from embedding_server import EmbeddingServer
+    from prism_memory.embedders import create_openai_embedder
+
+    with EmbeddingServer(dimensions=TEST_DIMENSIONS) as endpoint:
+        embedders = {
+            "wrong key": create_openai_embedder("served-model", dimensions=TEST_DIMENSIONS, base_url=endpoint.base_url,
+                                                api_key="wrong-key", max_retries=0),
+            "endpoint fails": create_openai_embedder("fail-500", dimensions=TEST_DIMENSIONS, base_url=endpoint.base_url,
+                                                     api_key="test-key", max_retries=0),
+            "host embedder": LeakyEmbedder(),
+        }
+        outcomes = []
+        for backend in backends.each:
+            outcome = {}
+            for case, embedder in embedders.items():
+                directory = MemoryDirectory({None: (backend.vector_store, backend.working_store)}, embedder)
+                async with Client(create_mcp_server(directory, lambda: SCOPE)) as client:
+                    call = Caller(client)
+                    outcome[case] = [await call.failed("remember", texts=["Prefers green tea"]),
+                                     await call.failed("recall", query="tea")]
+                    with pytest.raises(MCPError) as raised:
+                        await client.get_prompt("memory_context", {"query": "tea"})
+                    outcome[case].append(ToolFailure(raised.value.message.split(":")[0], raised.value.message))
+                    outcome[case].append(await call.ok("get_working_memory"))
+            outcomes.append(outcome)
+    assert_same(*[_types_only(outcome) for outcome in outcomes], "outcome")
+    for outcome in outcomes:
+        for case, (remembered, recalled, prompt, served) in outcome.items():
+            expected = "EmbeddingUnavailableError" if case == "endpoint fails" else "EmbeddingFailedError"
+            assert (remembered.error, recalled.error, prompt.error) == (expected,) * 3, case
+            seen = repr([remembered, recalled, prompt])
+            for detail in ("Incorrect API key", "server had an error", "127.0.0.1", "10.1.2.3", "sk-live", "RuntimeError"):
+                assert detail not in seen, (case, detail, seen)
+            assert served["version"] == 0
 
 
 async def test_database_failures_have_fixed_texts(pg_dsn):

@@ -30,7 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from prism_memory import grant_app_role
 from prism_memory.cli import main
 from prism_memory.errors import ConfigurationError
-from prism_memory.mcp_server import BearerTokens, hash_token, load_token_file, server_scope, token_stanza
+from prism_memory.mcp_server import BearerTokens, TokenBinding, hash_token, load_token_file, server_scope, token_stanza
 
 from conftest import CITUS, TEST_CONFIG, TEST_DIMENSIONS
 from parity import assert_same
@@ -169,6 +169,9 @@ def test_token_file_round_trip_and_constant_time_matching(tmp_path):
     assert "tenant" not in accepted.model_dump_json()  # the scope is private to the server
     for wrong in ("token-tw", "token-two ", hash_token("token-two"), "", "\ud800"):
         assert asyncio.run(verifier.verify_token(wrong)) is None
+    # an empty token is never accepted, even by a binding of its digest made without load_token_file
+    empty = BearerTokens([TokenBinding("empty", bytes.fromhex(hash_token("")), server_scope("t", "r"))])
+    assert asyncio.run(empty.verify_token("")) is None
 
 
 @pytest.mark.parametrize("content, message", [
@@ -185,6 +188,8 @@ def test_token_file_round_trip_and_constant_time_matching(tmp_path):
     ("".join(f"[[token]]\nsha256 = '{'0' * 64}'\ntenant = 't'\nresource = 'r{n}'\n" for n in range(2)), "repeats a token digest"),
     ("".join(f"[[token]]\nname = 'n'\nsha256 = '{str(n) * 64}'\ntenant = 't'\nresource = 'r'\n" for n in range(2)),
      "repeats a token name"),
+    # what `echo -n "$UNSET" | sha256sum` gives: the digest of the empty token
+    (f"[[token]]\nsha256 = '{hash_token('').upper()}'\ntenant = 't'\nresource = 'r'\n", "the digest of an empty token"),
 ])
 def test_a_bad_token_file_is_refused(tmp_path, content, message):
     path = tmp_path / "tokens.toml"

@@ -384,6 +384,33 @@ def test_a_new_revision_whose_diff_would_not_restore_the_released_text_writes_no
     assert {path.name: path.read_bytes() for path in sql_source.MIGRATIONS_SQL_DIR.iterdir()} == before
 
 
+def test_a_head_file_released_by_a_merge_commit_is_found(scratch):
+    """Two branches edit one head file and the merge commit holds the released text (as when the lead merges two
+    helpers' revisions): the next revision that changes the file finds that text in the merge commit."""
+    last = REVISIONS[-1]
+    nxt = f"{int(last) + 1:04d}"
+    repo = sql_source.SQL_DIR.parent
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    path = sql_source.FUNCTIONS_DIR / "purge_v1.sql"
+    original = path.read_text()
+    subprocess.run([*git, "checkout", "-q", "-b", "side"], check=True)
+    path.write_text(original + "-- added on the side branch\n")
+    scratch("side")
+    subprocess.run([*git, "checkout", "-q", "-"], check=True)
+    path.write_text("-- added on the main branch\n" + original)
+    scratch("main")
+    subprocess.run([*git, "merge", "-q", "--no-commit", "side"], check=True)
+    merged = path.read_text()
+    assert "main branch" in merged and "side branch" in merged
+    _lock_the_head()
+    scratch("merge side")  # the merged text exists in this merge commit only
+    path.write_text(merged + "-- edited after the merge\n")
+    scratch("edited")
+    sql_source.new_revision("after_merge")
+    assert sql_source.schema_source("functions/purge_v1.sql", last) == merged
+    assert merged in sql_source.revision_template(nxt, "downgrade")
+
+
 def test_a_new_revision_needs_a_change(scratch):
     with pytest.raises(ValueError, match="nothing to cut"):
         sql_source.new_revision("empty")

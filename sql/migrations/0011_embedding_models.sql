@@ -12,6 +12,8 @@
 --   one call: it raises PM018 when the thread, or the parent thread of a live
 --   share grant, recorded another model id of the same width, then answers as
 --   recall_v2.
+-- * assert_embedding_model_v1 (new helper): the two guards' check of the
+--   model id and width (PM017).
 -- Existing threads have no record: the first guarded write records its model.
 -- remember_v1, recall_v2 and the other functions are unchanged.
 
@@ -32,6 +34,7 @@ create policy tenant_isolation on {{embedding_model}}
   with check (tenant_id = current_setting('prism_memory.tenant_id', true));
 
 \ir ../schema/functions/install_info_v1.sql
+\ir ../schema/functions/assert_embedding_model_v1.sql
 \ir ../schema/functions/recall_guarded_v1.sql
 \ir ../schema/functions/use_embedding_model_v1.sql
 revoke execute on all functions in schema {{schema}} from public;

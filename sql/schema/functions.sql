@@ -10,6 +10,7 @@
 \ir functions/assert_scope_v1.sql
 \ir functions/assert_embedding_v1.sql
 \ir functions/assert_dimensions_v1.sql
+\ir functions/assert_embedding_model_v1.sql
 \ir functions/assert_time_v1.sql
 \ir functions/is_injectable_v1.sql
 \ir functions/lineage_is_valid_v1.sql

@@ -35,13 +35,7 @@ declare
   v_recorded record;
 begin
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
-  if p_model_id is null or is_blank_v1(p_model_id) or octet_length(p_model_id) > 256 then
-    raise exception 'the embedding model id must be a non-blank string of at most 256 bytes' using errcode = 'PM017';
-  end if;
-  if p_dimensions is null or p_dimensions not between 1 and 16000 then
-    raise exception 'the embedding model''s width must be between 1 and 16000, got %', p_dimensions
-      using errcode = 'PM017';
-  end if;
+  perform assert_embedding_model_v1(p_model_id, p_dimensions);
   select m.model_id into v_recorded
   from {{embedding_model}} m
   where m.tenant_id = p_tenant_id and m.resource_id = p_resource_id and m.thread_id = p_thread_id

@@ -19,7 +19,8 @@
 --      emptied thread takes the new model, and p_switch (rebuild_index: the
 --      write re-embeds the thread's entries with the new model) switches it.
 -- PM001 for a bad scope or arrays, PM017 for a model id that is not a
--- non-blank string of at most 256 bytes or a width outside 1..16000.
+-- non-blank string of at most 256 bytes, a width outside 1..16000, or a null
+-- p_switch (never read as a switch).
 create or replace function {{schema}}.use_embedding_model_v1(
   p_tenant_id text, p_resource_ids text[], p_thread_ids text[],
   p_model_id text, p_dimensions integer, p_switch boolean default false)
@@ -40,12 +41,9 @@ begin
   end if;
   perform assert_scope_v1(p_tenant_id, g.resource_id, g.thread_id, true)
   from unnest(p_resource_ids, p_thread_ids) as g(resource_id, thread_id);
-  if p_model_id is null or is_blank_v1(p_model_id) or octet_length(p_model_id) > 256 then
-    raise exception 'the embedding model id must be a non-blank string of at most 256 bytes' using errcode = 'PM017';
-  end if;
-  if p_dimensions is null or p_dimensions not between 1 and 16000 then
-    raise exception 'the embedding model''s width must be between 1 and 16000, got %', p_dimensions
-      using errcode = 'PM017';
+  perform assert_embedding_model_v1(p_model_id, p_dimensions);
+  if p_switch is null then
+    raise exception 'p_switch must be true (rebuild_index switches the model) or false' using errcode = 'PM017';
   end if;
   for v_thread in
     select distinct g.resource_id, g.thread_id,
