@@ -249,6 +249,26 @@ async def check_recency(check: _Check) -> None:
     _expect(hits[0].recency == 1.0 and 0 < hits[1].recency < 0.001, "recency must halve every half-life")
 
 
+async def check_across_threads(check: _Check) -> None:
+    here = await check.memory(thread_id="here")
+    there = await check.memory(thread_id="there")
+    await here.remember([{"id": "h", "text": "travel plan here"}], wait=True)
+    await there.remember([{"id": "u", "text": "travel plan for the user", "consent": MemoryConsent(scope="user")},
+                          {"id": "t", "text": "travel plan of that thread", "consent": MemoryConsent(scope="thread")},
+                          {"id": "l", "text": "travel plan without consent"}], wait=True)
+    other = await check.memory(resource_id="user-2", thread_id="there")
+    await other.remember([{"id": "o", "text": "travel plan of another user", "consent": MemoryConsent(scope="user")}],
+                         wait=True)
+    _expect([hit.id for hit in (await here.recall("travel plan", top_k=8)).hits] == ["h"],
+            "without across_threads a recall must stay in its thread")
+    got = sorted((hit.thread_id, hit.id) for hit in (await here.recall("travel plan", top_k=8, across_threads=True)).hits)
+    _expect(got == [("here", "h"), ("there", "u")],
+            f"across threads: only entries whose consent scope lets them travel, of this resource only, got {got}")
+    await there.set_consent("u", scope="thread")
+    got = [hit.id for hit in (await here.recall("travel plan", top_k=8, across_threads=True)).hits]
+    _expect(got == ["h"], f"a consent scope change must apply at the next recall, got {got}")
+
+
 CHECKS: dict[str, Callable[[_Check], Awaitable[None]]] = {
     "remember_and_recall": check_remember_and_recall,
     "scope_isolation": check_scope_isolation,
@@ -262,6 +282,7 @@ CHECKS: dict[str, Callable[[_Check], Awaitable[None]]] = {
     "grant_expiry": check_grant_expiry,
     "legal_hold": check_legal_hold,
     "recency": check_recency,
+    "across_threads": check_across_threads,
 }
 
 

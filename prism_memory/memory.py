@@ -260,8 +260,18 @@ class Memory:
         share_from_parent_thread_id: str | None = None,
         scoring: RecallScoringOptions | None = None,
         explain: bool = False,
+        across_threads: bool = False,
     ) -> RecallResult:
         """Top-``top_k`` injectable entries of this thread for ``query``, plus adjacent entries.
+
+        ``across_threads=True`` searches every thread of this memory's tenant
+        and resource: this thread's entries and, from the other threads, the
+        entries whose consent scope lets them leave their thread (``"profile"``
+        or ``"user"``; ``"thread"`` and legacy entries stay where they are),
+        under the same gate. Resources are matched exactly, so another
+        resource, a delegated agent's derived one included, is never searched.
+        Each hit names its thread; adjacent entries come from the hit's own
+        thread (docs/consent-and-lifecycle.md, "Consent scope").
 
         ``scoring`` (:class:`RecallScoringOptions`) blends recency and
         importance into the ranking inside the database (README, "Composite
@@ -294,8 +304,9 @@ class Memory:
         if not isinstance(require_consent, bool):
             raise LimitExceededError(f"require_consent must be a bool, got {require_consent!r}")
         scoring = check_scoring(scoring)
-        if not isinstance(explain, bool):
-            raise LimitExceededError(f"explain must be a bool, got {explain!r}")
+        for name, flag in (("explain", explain), ("across_threads", across_threads)):
+            if not isinstance(flag, bool):
+                raise LimitExceededError(f"{name} must be a bool, got {flag!r}")
         if not isinstance(query, str) or not query.strip():
             raise InvalidQueryError("the recall query must be a non-blank string")
         size = len(text_bytes(query, "the recall query", InvalidQueryError))
@@ -309,7 +320,7 @@ class Memory:
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         result = await self.vector_store.recall(
             scope, vector, query, top_k, message_range, require_consent, share_from_parent_thread_id,
-            now=self._config.now(), scoring=scoring, explain=explain,
+            now=self._config.now(), scoring=scoring, explain=explain, across_threads=across_threads,
         )
         if not redaction.active:
             return result
@@ -330,11 +341,14 @@ class Memory:
         require_consent: bool | None = None,
         scoring: RecallScoringOptions | None = None,
         token_counter: Callable[[str], int] | None = None,
+        across_threads: bool = False,
     ) -> MemoryContextProvider:
         """Inert context blocks for prompts (seed ``createContextProvider()``): ``await provider.provide(query)``.
 
         Working memory is rendered through the template; recall hits come from
-        :meth:`recall` (the same consent gate). Together the blocks hold at
+        :meth:`recall` (the same consent gate; ``across_threads=True`` recalls
+        from every thread of the resource as far as consent allows, see
+        :meth:`recall`). Together the blocks hold at
         most ``max_tokens`` tokens (default ``limits.injected_tokens``, at most
         8,000; :class:`LimitExceededError` otherwise), counted by
         ``token_counter`` or :func:`prism_memory.context.count_tokens`.
@@ -342,6 +356,7 @@ class Memory:
         return MemoryContextProvider(
             self, working=working, recall=recall, top_k=top_k, max_tokens=max_tokens,
             require_consent=require_consent, scoring=check_scoring(scoring), token_counter=token_counter,
+            across_threads=across_threads,
         )
 
     def create_working_memory_processor(self, extract: Extractor) -> WorkingMemoryProcessor:

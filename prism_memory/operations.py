@@ -43,8 +43,8 @@ OPERATIONS: tuple[Operation, ...] = (
               f"{_SCOPE}, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
     Operation("VectorStore", "remember_batch", "remember_batch", "remember_batch_v1",
               "text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
-    Operation("VectorStore", "recall", "recall", "recall_v2",
-              f"{_SCOPE}, vector, text, integer, integer, boolean, text, timestamptz, "
+    Operation("VectorStore", "recall", "recall", "recall_v3",
+              f"{_SCOPE}, vector, text, integer, integer, boolean, text, boolean, timestamptz, "
               "double precision, double precision, double precision, boolean"),
     Operation("VectorStore", "share_with", "share_with", "share_with_v1",
               f"{_SCOPE}, text, text, text[], timestamptz, timestamptz"),
@@ -76,8 +76,16 @@ OPERATIONS: tuple[Operation, ...] = (
               "text, text, text, text[], bigint"),
 )
 
+#: API functions no store operation calls any more, kept (granted and delegated like the others) for direct
+#: SQL callers, each answering through its successor's body: ``recall_v2`` is ``recall_v3`` within one thread.
+RETAINED_FUNCTIONS: tuple[tuple[str, str], ...] = (
+    ("recall_v2", f"{_SCOPE}, vector, text, integer, integer, boolean, text, timestamptz, "
+                  "double precision, double precision, double precision, boolean"),
+)
+
 #: The functions an application calls, with their argument types: ``install_info_v1`` (which the
-#: Python caller checks first, executable by anyone) and every operation's function (SECURITY DEFINER).
+#: Python caller checks first, executable by anyone), every operation's function and the retained ones
+#: (SECURITY DEFINER).
 API_FUNCTIONS: tuple[tuple[str, str], ...] = (("install_info_v1", ""),) + tuple(
     (operation.function, operation.arguments) for operation in OPERATIONS
-)
+) + RETAINED_FUNCTIONS

@@ -69,9 +69,12 @@ class VectorStore(Protocol):
         now: datetime | None = None,
         scoring: RecallScoringOptions | None = None,
         explain: bool = False,
+        across_threads: bool = False,
     ) -> RecallResult:
-        """[recall_v2] Top-``top_k`` injectable hits of the thread (and of live grants) by the default score, or
-        re-ranked by ``scoring``, plus adjacent entries; with ``explain``, the hits' components and gate counts."""
+        """[recall_v3] Top-``top_k`` injectable hits of the thread (and of live grants; with ``across_threads``
+        also of the resource's other threads, the entries whose consent scope lets them leave their thread) by
+        the default score, or re-ranked by ``scoring``, plus adjacent entries from each hit's thread; with
+        ``explain``, the hits' components and gate counts."""
         ...
 
     async def share_with(

@@ -25,18 +25,26 @@ class Scope:
 
 CONSENT_SOURCES = ("user", "agent", "system")
 CONSENT_SCOPES = ("thread", "profile", "user")
+#: The consent scopes that let an entry leave its thread: ``recall(..., across_threads=True)`` in another
+#: thread of its tenant and resource finds it (``leaves_thread_v1``); ``"thread"`` and legacy entries stay.
+TRAVELLING_SCOPES = ("profile", "user")
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryConsent:
     """Who provided an entry and whether it may be used (seed: ``MemoryConsent``).
 
-    ``source``: ``"user"``, ``"agent"`` or ``"system"``; ``scope``:
-    ``"thread"``, ``"profile"`` or ``"user"``; ``visible=False`` or a
-    ``revoked_at`` keeps the entry out of recall, injection and export.
+    ``source``: ``"user"``, ``"agent"`` or ``"system"``; ``scope``: how far
+    the entry may travel: ``"thread"`` (its own thread only), ``"profile"``
+    (a fact for the user's profile) or ``"user"`` (anything of the user's),
+    both of which ``recall(..., across_threads=True)`` finds from every thread
+    of the same tenant and resource, never beyond it
+    (:data:`TRAVELLING_SCOPES`, docs/consent-and-lifecycle.md); ``visible=False``
+    or a ``revoked_at`` keeps the entry out of recall, injection and export.
     ``granted_at``/``revoked_at`` are timezone-aware datetimes (audit times).
     An entry written without consent is *legacy*: it behaves as
-    user / thread / visible, but ``require_consent`` and exports drop it.
+    user / thread / visible (it stays in its thread), but ``require_consent``
+    and exports drop it.
     """
 
     source: str = "user"
@@ -189,7 +197,8 @@ class RecallHit:
     half-life) and ``importance`` (the value used, 1.0 when unset) its other
     components; without scoring ``recency`` is ``None`` and ``importance`` is
     as stored. ``thread_id``/``resource_id`` say where the entry lives: the
-    memory's own thread, or a parent thread that shared it."""
+    memory's own thread, another thread of its resource (``across_threads``),
+    or a parent thread that shared it."""
 
     id: str
     text: str
@@ -206,7 +215,7 @@ class RecallHit:
 
 @dataclass(frozen=True, slots=True)
 class AdjacentEntry:
-    """An entry within ``message_range`` sequences of a hit, from the same thread."""
+    """An entry within ``message_range`` sequences of a hit, from the hit's own thread."""
 
     id: str
     text: str
@@ -238,11 +247,15 @@ class HitExplanation:
 class RecallExplanation:
     """``recall(..., explain=True)``: per-hit components, and how many entries each gate removed.
 
-    ``removed`` maps ``scope`` (shared entries of another embedding width),
-    ``hold`` (legal hold), ``consent`` (invisible, revoked, or legacy under
-    ``require_consent``) and ``invalidation`` (tombstoned) to counts over the
-    thread's entries and the entries live grants name (nothing else of another
-    thread); each entry counts once, at the first gate it fails in that order.
+    ``removed`` maps ``scope`` (entries of other threads that may not take
+    part: shared entries of another embedding width and, with
+    ``across_threads``, entries of the resource's other threads that their
+    consent scope keeps there), ``hold`` (legal hold), ``consent``
+    (invisible, revoked, or legacy under ``require_consent``) and
+    ``invalidation`` (tombstoned) to counts over the thread's entries, the
+    entries live grants name and, with ``across_threads``, the entries of the
+    resource's other threads (nothing else of another thread); each entry
+    counts once, at the first gate it fails in that order.
     """
 
     hits: list[HitExplanation]

@@ -42,6 +42,8 @@ API_CALLS: dict[str, str] = {
                          "array[%(v)s]::vector[])",
     "recall_v2": "recall_v2(%(t)s, 'res-c', 'th-c', %(v)s::vector, 'alpha', p_message_range => 1, "
                  "p_recency_weight => 0.2, p_half_life_ms => 1000, p_explain => true)",
+    "recall_v3": "recall_v3(%(t)s, 'res-c', 'th-c', %(v)s::vector, 'alpha', p_message_range => 1, "
+                 "p_across_threads => true, p_recency_weight => 0.2, p_half_life_ms => 1000, p_explain => true)",
     "share_with_v1": "share_with_v1(%(t)s, 'res-c', 'th-c', 'res-c', 'th-child', array['c1'])",
     "set_consent_v1": "set_consent_v1(%(t)s, 'res-c', 'th-c', 'c2', p_visible => true, p_source => 'user', "
                       "p_scope => 'thread')",

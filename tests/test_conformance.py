@@ -64,8 +64,16 @@ class NoRecency(MemoryVectorStore):
         return await super().recall(*args, scoring=scoring, **kwargs)
 
 
+class StayAtHome(MemoryVectorStore):
+    """A broken adapter: it ignores across_threads."""
+
+    async def recall(self, *args, across_threads=False, **kwargs):
+        return await super().recall(*args, **kwargs)
+
+
 @pytest.mark.parametrize("store, check", [(LeakyStore, "consent_gate"), (EternalGrants, "grant_expiry"),
-                                          (GreedyTopK, "top_k_and_adjacency"), (NoRecency, "recency")])
+                                          (GreedyTopK, "top_k_and_adjacency"), (NoRecency, "recency"),
+                                          (StayAtHome, "across_threads")])
 async def test_a_broken_store_fails_the_check_for_its_bug(store, check):
     with pytest.raises(ConformanceError) as caught:
         await run_memory_conformance(lambda: {

@@ -169,6 +169,10 @@ async def reads(call: Calls, phase: str, tenant: Tenant, memories: dict[str, Any
         "concise answers billing", top_k=8, message_range=4, share_from_parent_thread_id=scope.thread_id))
     await call(f"{phase}.recall_shared_explain", child.recall(
         "concise answers", top_k=8, message_range=1, share_from_parent_thread_id=scope.thread_id, explain=True))
+    await call(f"{phase}.recall_across", child.recall("hiking lake concise answers", top_k=8, across_threads=True))
+    await call(f"{phase}.recall_across_full", child.recall(
+        "hiking lake concise", top_k=8, message_range=2, across_threads=True, explain=True,
+        share_from_parent_thread_id=scope.thread_id, scoring=RecallScoringOptions(importance_weight=0.4)))
     await call(f"{phase}.recall_agent", agent.recall(
         "hiking lake", top_k=8, message_range=4, share_from_parent_thread_id=scope.thread_id))
     await call(f"{phase}.list", memory.vector_store.list_by_thread(scope, None, 200))

@@ -74,6 +74,7 @@ from ..lexical import lexical_terms, query_terms
 from ..scoring import CANDIDATE_FACTOR, LEXICAL_WEIGHT, importance_used, recency, scoring_weights
 from ..types import (
     HARD_CAPS,
+    TRAVELLING_SCOPES,
     AdjacentEntry,
     ConsentChange,
     EntryRecord,
@@ -346,23 +347,26 @@ class MemoryVectorStore(EmulatorRagStore):
         now: datetime | None = None,
         scoring: RecallScoringOptions | None = None,
         explain: bool = False,
+        across_threads: bool = False,
     ) -> RecallResult:
-        """Mirror of ``recall_v2``: own thread plus live grants, the consent gate, an exact scored scan,
-        the optional composite re-rank of the top ``top_k * 4``, adjacency, and gate counts."""
+        """Mirror of ``recall_v3``: own thread, the travelling entries of the resource's other threads
+        (``across_threads``) and live grants, the consent gate, an exact scored scan, the optional composite
+        re-rank of the top ``top_k * 4``, adjacency within each hit's thread, and gate counts."""
         scope_texts(scope)
         values = embedding_values(query_embedding, "the query embedding")
         check_text(query_text, "the query text", InvalidQueryError)
-        if share_from_parent_thread_id is not None:  # the 256-byte cap is Python's: recall_v2 checks blank only
+        if share_from_parent_thread_id is not None:  # the 256-byte cap is Python's: recall_v3 checks blank only
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
-        scoring = check_scoring(scoring)  # scoring_weights_v1 runs first, in recall_v2's declare
+        scoring = check_scoring(scoring)  # scoring_weights_v1 runs first, in recall_v3's declare
         check_bool(explain, "explain", LimitExceededError)
+        check_bool(across_threads, "across_threads", LimitExceededError)
         now = check_now(now)
         key = self._key(scope)
         check_int_option("top_k", top_k, 1, HARD_CAPS["top_k"])
         check_int_option("message_range", message_range, 0, HARD_CAPS["message_range"])
         if len(query_text.encode("utf-8")) > HARD_CAPS["query_bytes"]:
             raise PayloadTooLargeError("the query text is over the 64 KiB hard cap")
-        if not query_text.strip():  # recall_v2: PM008
+        if not query_text.strip():  # recall_v3: PM008
             raise InvalidQueryError("the query text must not be blank")
         query = float32(values, "the query embedding")
         self._check_dimensions(self._threads.get(key, {}), query.shape[0])
@@ -375,14 +379,19 @@ class MemoryVectorStore(EmulatorRagStore):
                 ) and (expires_at is None or expires_at > now):
                     granted.setdefault((tenant, resource, parent), set()).update(ids)
 
+        # The resource's other threads (exact ids: never another resource, a derived one included).
+        others = [where for where in self._threads if where[:2] == key[:2] and where != key] if across_threads else []
+
         def in_scope(where: tuple[str, str, str], row: _Row) -> bool:
-            shared = row.id in granted.get(where, ()) and row.embedding.shape[0] == query.shape[0]
-            return where == key or shared
+            if where == key:
+                return True
+            travels = across_threads and where[:2] == key[:2] and row.consent_scope in TRAVELLING_SCOPES
+            return (travels or row.id in granted.get(where, ())) and row.embedding.shape[0] == query.shape[0]
 
         def allowed(where: tuple[str, str, str], row: _Row) -> bool:
             return in_scope(where, row) and self._visible(where, row, require_consent)
 
-        pool = [(where, row) for where in dict.fromkeys([key, *granted])
+        pool = [(where, row) for where in dict.fromkeys([key, *others, *granted])
                 for row in self._threads.get(where, {}).values() if allowed(where, row)]
         terms = set(query_terms(query_text))
         query_norm_squared = norm_squared(query)
@@ -430,11 +439,13 @@ class MemoryVectorStore(EmulatorRagStore):
                 for where, row in ordered
             ]
         explanation = None
-        if explain:  # the thread's entries and those live grants name, each at the first gate it fails
+        if explain:  # the thread's, the other threads' (across) and the granted entries, each at its first gate
             removed: dict[str, int] = {}
-            named = [(where, row) for where, ids in granted.items() if where != key
-                     for row in self._threads.get(where, {}).values() if row.id in ids]
-            for where, row in [(key, row) for row in self._threads.get(key, {}).values()] + named:
+            counted = {(where, row.id): (where, row) for where in [key, *others]
+                       for row in self._threads.get(where, {}).values()}
+            counted.update({(where, row.id): (where, row) for where, ids in granted.items()
+                            for row in self._threads.get(where, {}).values() if row.id in ids})
+            for where, row in counted.values():
                 gate = (
                     "scope" if not in_scope(where, row)
                     else "hold" if row.legal_hold

@@ -92,11 +92,11 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
         ),
         recall=q(
             "select kind, rank, resource_id, thread_id, id, text, metadata, sequence, importance, "
-            "similarity, lexical, recency, score from {s}.recall_v2("
+            "similarity, lexical, recency, score from {s}.recall_v3("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
             "p_query_embedding => %b::{vector}, p_query_text => %s::text, "
             "p_top_k => %s::integer, p_message_range => %s::integer, p_require_consent => %s::boolean, "
-            "p_share_parent_thread_id => %s::text, p_now => %s::timestamptz, "
+            "p_share_parent_thread_id => %s::text, p_across_threads => %s::boolean, p_now => %s::timestamptz, "
             "p_recency_weight => %s::float8, p_importance_weight => %s::float8, p_half_life_ms => %s::float8, "
             "p_explain => %s::boolean)"
         ),

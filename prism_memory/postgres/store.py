@@ -95,7 +95,7 @@ class _PostgresBase:
 
 
 class PostgresVectorStore(_PostgresBase, PostgresRagStore):
-    """:class:`prism_memory.stores.VectorStore` over ``remember_v1`` / ``recall_v2`` and friends, and
+    """:class:`prism_memory.stores.VectorStore` over ``remember_v1`` / ``recall_v3`` and friends, and
     :class:`prism_memory.stores.RagVectorStore` over the ``rag_*_v1`` functions (:class:`PostgresRagStore`).
 
     Python checks only what SQL cannot see (:mod:`prism_memory.checks`: types
@@ -154,15 +154,17 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         now: datetime | None = None,
         scoring: RecallScoringOptions | None = None,
         explain: bool = False,
+        across_threads: bool = False,
     ) -> RecallResult:
-        """One ``recall_v2`` call; rows come back hits first (by rank), then gate counts, then adjacent entries."""
+        """One ``recall_v3`` call; rows come back hits first (by rank), then gate counts, then adjacent entries."""
         scope_ids = _scope(scope)
         vector = embedding_values(query_embedding, "the query embedding")
         check_text(query_text, "the query text", InvalidQueryError)
-        if share_from_parent_thread_id is not None:  # recall_v2 checks it is not blank, not its 256-byte cap
+        if share_from_parent_thread_id is not None:  # recall_v3 checks it is not blank, not its 256-byte cap
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         scoring = scoring_numbers(scoring)
         check_bool(explain, "explain", LimitExceededError)
+        check_bool(across_threads, "across_threads", LimitExceededError)
         now = check_now(now)
         rows = await self._fetch(
             self.queries.recall,
@@ -174,6 +176,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
                 message_range,
                 require_consent,
                 share_from_parent_thread_id,
+                across_threads,
                 now,
                 None if scoring is None else scoring.recency_weight,
                 None if scoring is None else scoring.importance_weight,

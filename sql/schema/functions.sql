@@ -11,6 +11,7 @@
 \ir functions/assert_dimensions_v1.sql
 \ir functions/assert_time_v1.sql
 \ir functions/is_injectable_v1.sql
+\ir functions/leaves_thread_v1.sql
 \ir functions/lineage_is_valid_v1.sql
 \ir functions/consent_is_valid_v1.sql
 \ir functions/lock_key_v1.sql
@@ -25,6 +26,7 @@
 \ir functions/query_terms_v1.sql
 \ir functions/scoring_weights_v1.sql
 \ir functions/recency_v1.sql
+\ir functions/recall_v3.sql
 \ir functions/recall_v2.sql
 \ir functions/share_with_v1.sql
 \ir functions/invalidate_v1.sql
