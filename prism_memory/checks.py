@@ -490,6 +490,34 @@ def page_arguments(after: object, limit: object, exportable: object) -> tuple[in
     return after
 
 
+def resource_cursor_arguments(after: object) -> tuple[str, int, str] | None:
+    """A resource-wide cursor as it can be sent: ``None`` or a (thread_id ``str``, sequence ``int``, id ``str``)
+    triple, else :class:`InvalidCursorError`; returned as a tuple. ``assert_resource_cursor_v1`` checks the
+    values (PM005: non-blank thread and id)."""
+    if after is None:
+        return None
+    if not isinstance(after, (tuple, list)) or len(after) != 3:
+        raise InvalidCursorError(f"after must be a (thread_id, sequence, id) triple, got {after!r}")
+    check_text(after[0], "the cursor's thread_id", InvalidCursorError)
+    check_int(after[1], "the cursor's sequence", InvalidCursorError)
+    check_text(after[2], "the cursor's id", InvalidCursorError)
+    return after[0], after[1], after[2]
+
+
+def resource_entry_arguments(entries: object) -> tuple[list[str], list[str]]:
+    """A ``purge_resource`` call's ``(thread_id, entry_id)`` pairs as two lists of ``str`` that ``text`` holds,
+    else :class:`InvalidEntryError` (the count, 1..64, is ``purge_resource_v1``'s rule)."""
+    if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
+        raise InvalidEntryError("entries must be a list of (thread_id, entry_id) pairs")
+    threads, ids = [], []
+    for pair in entries:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise InvalidEntryError(f"entries must be (thread_id, entry_id) pairs, got {pair!r}")
+        threads.append(check_text(pair[0], "thread_id", InvalidScopeError))
+        ids.append(check_text(pair[1], "entry id", InvalidEntryError))
+    return threads, ids
+
+
 def retention_arguments(max_age_days: object, max_entries: object, batch_size: object) -> float | None:
     """A ``retention_candidates`` call: ``max_age_days`` ``None`` or a real number (returned as a ``float``),
     ``max_entries`` ``None`` or an ``int`` and ``batch_size`` an ``int``, else :class:`LimitExceededError`

@@ -40,7 +40,7 @@ from .errors import (
     LimitExceededError,
     PayloadTooLargeError,
 )
-from .export import EXPORT_LIMITS, REBUILD_LIMITS, decode_cursor
+from .export import EXPORT_LIMITS, REBUILD_LIMITS, decode_cursor, decode_resource_cursor
 from .jsoncodec import json_document, text_bytes
 from .lifecycle import DELETE_BATCH
 from .redaction import Redaction, Redactor
@@ -57,6 +57,7 @@ from .types import (
     RecallResult,
     RecallScoringOptions,
     RememberResult,
+    ResourceErasure,
     RetentionResult,
     Scope,
     WorkingMemoryRecord,
@@ -545,7 +546,9 @@ class Memory:
         await self._writes.settle("export_memory")
         return await lifecycle.export_memory(self._config, thread, after, limit, max_bytes, max_ms)
 
-    def _check_identity(self, identity: Scope | Mapping[str, str]) -> None:
+    def _check_identity(self, identity: Scope | Mapping[str, str], resource_wide: bool = False) -> None:
+        """``identity`` must be exactly this memory's scope, or with ``resource_wide`` its tenant and resource with
+        no thread; else :class:`IdentityMismatchError`."""
         if isinstance(identity, Mapping):
             unknown = set(identity) - {"tenant_id", "resource_id", "thread_id"}
             if unknown:
@@ -553,8 +556,75 @@ class Memory:
             identity = Scope(identity.get("tenant_id"), identity.get("resource_id"), identity.get("thread_id"))
         if not isinstance(identity, Scope):
             raise IdentityMismatchError("identity must be a Scope or a mapping of tenant_id, resource_id, thread_id")
-        if identity != self.scope:
+        if resource_wide and identity != Scope(self.scope.tenant_id, self.scope.resource_id):
+            raise IdentityMismatchError(
+                "the identity is not exactly this memory's tenant and resource (without a thread: the request is "
+                "for the whole resource)")
+        if not resource_wide and identity != self.scope:
             raise IdentityMismatchError("the export identity is not exactly this memory's tenant, resource and thread")
+
+    # -- the whole resource ---------------------------------------------
+
+    async def count_resource(self) -> int:
+        """How many entries every thread of this memory's tenant and resource holds (stored bodies: tombstoned,
+        held and expired ones not yet swept included). Another resource, a delegated agent's derived one
+        included, is never counted. Waits for this memory's pending writes first."""
+        await self._writes.settle("count_resource")
+        return await self.vector_store.count_by_resource(self.scope)
+
+    async def export_resource(
+        self,
+        identity: Scope | Mapping[str, str],
+        cursor: str | None = None,
+        limit: int = EXPORT_LIMITS["limit"][0],
+        max_bytes: int = EXPORT_LIMITS["max_bytes"][0],
+        max_ms: int = EXPORT_LIMITS["max_ms"][0],
+    ) -> ExportPage:
+        """One page of everything exportable of this memory's resource, across all its threads.
+
+        :meth:`export_memory` for the whole resource: ``identity`` (a
+        :class:`Scope` without a thread, or a mapping of ``tenant_id`` and
+        ``resource_id``) must be exactly this memory's tenant and resource,
+        else :class:`IdentityMismatchError` (a thread in it is refused: the
+        request is for every thread). Records come in (thread, sequence, id)
+        order, code-point order for the texts, each with its ``thread_id``;
+        the same gate, caps, redaction and byte cut as :meth:`export_memory`.
+        Pass ``next_cursor`` back for the next page (``None`` after the
+        last); a thread's cursor is refused (:class:`InvalidCursorError`).
+        """
+        self._check_identity(identity, resource_wide=True)
+        check_int_option("limit", limit, 1, EXPORT_LIMITS["limit"][1])
+        check_int_option("max_bytes", max_bytes, 1, EXPORT_LIMITS["max_bytes"][1])
+        check_int_option("max_ms", max_ms, 1, EXPORT_LIMITS["max_ms"][1])
+        after = decode_resource_cursor(cursor)
+        await self._writes.settle("export_resource")
+        return await lifecycle.export_resource(self._config, after, limit, max_bytes, max_ms)
+
+    async def forget_resource(
+        self, identity: Scope | Mapping[str, str], cursor: str | None = None, batch_size: int = DELETE_BATCH
+    ) -> ResourceErasure:
+        """Erase everything this memory's resource holds, one bounded, resumable batch per call ("delete all of
+        user X").
+
+        ``identity`` is checked as in :meth:`export_resource`. Each call takes
+        the next ``batch_size`` (1..64) entries of all the resource's threads
+        after ``cursor`` in (thread, sequence, id) order, tombstones them and
+        their lineage dependents, runs ``on_invalidate`` once per thread
+        (with that thread's ids), then deletes their bodies and the
+        dependents' (as :meth:`forget` with ``erase_derived=True``). Entries
+        under legal hold are kept and counted in ``held``. Returns
+        ``ResourceErasure(deleted, held, next_cursor)``: call again with
+        ``next_cursor`` until it is ``None``. Entries written into the
+        resource while the erasure runs may be passed by the cursor: check
+        :meth:`count_resource` afterwards, or run it again from the start.
+        Raises :class:`LineageLimitError` when one entry's lineage walk alone
+        passes the caps (depth 8, 256 edges); nothing of that batch changes.
+        """
+        self._check_identity(identity, resource_wide=True)
+        check_int_option("batch_size", batch_size, 1, DELETE_BATCH)
+        after = decode_resource_cursor(cursor)
+        await self._writes.settle("forget_resource")
+        return await lifecycle.forget_resource(self._config, after, batch_size)
 
     async def rebuild_index(
         self,

@@ -126,6 +126,30 @@ class VectorStore(Protocol):
         """[count_entries_v1] How many entries the thread holds."""
         ...
 
+    async def list_by_resource(
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, exportable: bool = False
+    ) -> list[MemoryRecord]:
+        """[list_resource_entries_v1] At most ``limit`` (1..200) entries of every thread of ``scope``'s tenant and
+        resource (its thread is ignored) after the (thread_id, sequence, id) cursor, each naming its thread."""
+        ...
+
+    async def count_by_resource(self, scope: Scope) -> int:
+        """[count_resource_entries_v1] How many entries every thread of ``scope``'s tenant and resource holds."""
+        ...
+
+    async def invalidate_resource(
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, now: datetime | None = None
+    ) -> list[tuple[str, str, int, bool, bool]]:
+        """[invalidate_resource_v1] Tombstone the next ``limit`` (1..64) unheld entries of the resource after the
+        cursor and their lineage dependents; ``(thread_id, entry_id, sequence, held, picked)`` rows, the batch
+        (``picked``) first in cursor order, then the dependents reached besides it."""
+        ...
+
+    async def purge_resource(self, scope: Scope, entries: Sequence[tuple[str, str]]) -> int:
+        """[purge_resource_v1] Delete the tombstoned, unheld bodies of 1..64 ``(thread_id, entry_id)`` pairs of the
+        resource; return how many were deleted."""
+        ...
+
     async def reembed(
         self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]]
     ) -> int:

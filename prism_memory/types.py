@@ -129,7 +129,9 @@ class EntryRecord:
 class MemoryRecord:
     """A stored entry as the lifecycle operations return it (no embedding).
 
-    ``consent`` is ``None`` for a legacy entry; ``legal_hold`` is set by ``forget(hold=True)``.
+    ``consent`` is ``None`` for a legacy entry; ``legal_hold`` is set by ``forget(hold=True)``;
+    ``thread_id`` names the entry's thread in a resource-wide read (``export_resource``,
+    ``VectorStore.list_by_resource``) and is ``None`` where the thread is the caller's own.
     """
 
     id: str
@@ -141,6 +143,7 @@ class MemoryRecord:
     legal_hold: bool
     created_at: datetime
     updated_at: datetime
+    thread_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +160,16 @@ class RebuildResult:
     """One ``rebuild_index`` page: entries re-embedded, and the cursor to resume from (``None`` when done)."""
 
     rebuilt: int
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceErasure:
+    """One ``forget_resource`` batch: bodies ``deleted`` (the batch's and their lineage dependents'), entries
+    ``held`` (kept under legal hold), and the cursor of the next batch (``None`` when the resource is done)."""
+
+    deleted: int
+    held: int
     next_cursor: str | None
 
 

@@ -50,10 +50,14 @@ API_CALLS: dict[str, str] = {
     "correct_v2": "correct_v2(%(t)s, 'res-c', 'th-c', 'c2', 'gamma corrected', %(v)s::vector)",
     "list_entries_v1": "list_entries_v1(%(t)s, 'res-c', 'th-c')",
     "count_entries_v1": "count_entries_v1(%(t)s, 'res-c', 'th-c')",
+    "list_resource_entries_v1": "list_resource_entries_v1(%(t)s, 'res-c', 'th-c', 1, 'c1')",
+    "count_resource_entries_v1": "count_resource_entries_v1(%(t)s, 'res-c')",
     "reembed_v1": "reembed_v1(%(t)s, 'res-c', 'th-c', array['c1'], array['alpha beta'], array[%(v)s]::vector[])",
     "invalidate_v1": "invalidate_v1(%(t)s, 'res-c', 'th-c', array['c1'], 'deleted')",
     "retention_candidates_v1": "retention_candidates_v1(%(t)s, 'res-c', 'th-c', null, 1, 8)",
     "purge_v1": "purge_v1(%(t)s, 'res-c', 'th-c', array['c1'])",
+    "invalidate_resource_v1": "invalidate_resource_v1(%(t)s, 'res-c', p_limit => 2)",  # c2, c3: c1 is gone
+    "purge_resource_v1": "purge_resource_v1(%(t)s, 'res-c', array['th-c', 'th-c'], array['c2', 'c3'])",
     "rag_upsert_v1": "rag_upsert_v1(%(t)s, 'docs', array['k1', 'k2'], array['s1', 's1'], array['alpha chunk', 'beta chunk'], "
                      "array[%(v)s, %(v)s]::vector[], array['{\"lang\": \"en\"}', '{}']::jsonb[], array[1, 1]::bigint[])",
     "rag_set_source_access_v1": "rag_set_source_access_v1(%(t)s, 's1', array['p1'], array['g1'], 1)",

@@ -51,6 +51,8 @@ from ..checks import (
     page_arguments,
     record_arguments,
     reembed_arguments,
+    resource_cursor_arguments,
+    resource_entry_arguments,
     retention_arguments,
     scope_texts,
 )
@@ -133,7 +135,7 @@ class _Row:
         """Mirror of ``is_injectable_v1``: consented and not under legal hold."""
         return self.consented(require_consent) and not self.legal_hold
 
-    def record(self, invalidated: Sequence[str] = ()) -> tuple[MemoryRecord, list[str]]:
+    def record(self, invalidated: Sequence[str] = (), thread_id: str | None = None) -> tuple[MemoryRecord, list[str]]:
         consent = (
             None
             if self.consent_source is None
@@ -151,6 +153,7 @@ class _Row:
             self.legal_hold,
             self.created_at,
             self.updated_at,
+            thread_id,
         )
         return record, list(invalidated)
 
@@ -254,11 +257,13 @@ class MemoryVectorStore(EmulatorRagStore):
         Writes replace rows rather than change them, so shallow copies suffice.
         """
         saved = [(key, dict(self._threads.get(key, {})), dict(self._tombstones.get(key, {}))) for key in keys]
+        grants = dict(self._grants)
         try:
             yield
         except BaseException:
             for key, rows, tombstones in saved:
                 self._threads[key], self._tombstones[key] = rows, tombstones
+            self._grants = grants
             raise
 
     async def _write(
@@ -693,6 +698,83 @@ class MemoryVectorStore(EmulatorRagStore):
         """Mirror of ``count_entries_v1``."""
         scope_texts(scope)
         return len(self._threads.get(self._key(scope), {}))
+
+    def _resource_rows(
+        self, scope: Scope, after: tuple[str, int, str] | None
+    ) -> list[tuple[tuple[str, str, str], _Row]]:
+        """The rows of every thread of ``scope``'s tenant and resource after the cursor, in (thread, sequence, id)
+        order, after the checks of ``assert_scope_v1`` (tenant and resource only) and ``assert_resource_cursor_v1``."""
+        check_scope(Scope(scope.tenant_id, scope.resource_id), thread_required=False)
+        if after is not None and (not after[0].strip() or not after[2].strip()):
+            raise LimitExceededError("a resource cursor is (thread_id, sequence, id), all given or none")
+        threads = sorted(key for key in self._threads if key[:2] == (scope.tenant_id, scope.resource_id))
+        return [(key, row) for key in threads
+                for row in sorted(self._threads[key].values(), key=lambda row: (row.sequence, row.id))
+                if after is None or (key[2], row.sequence, row.id) > after]
+
+    async def list_by_resource(
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, exportable: bool = False
+    ) -> list[MemoryRecord]:
+        """Mirror of ``list_resource_entries_v1``: the resource's entries after the (thread, sequence, id) cursor."""
+        scope_texts(scope)
+        after = resource_cursor_arguments(after)
+        check_int(limit, "limit", LimitExceededError, bits=32)
+        check_bool(exportable, "exportable", LimitExceededError)
+        rows = self._resource_rows(scope, after)
+        check_int_option("limit", limit, 1, 200)
+        chosen = [row.record(thread_id=key[2])[0] for key, row in rows if not exportable or self._visible(key, row, True)]
+        return chosen[:limit]
+
+    async def count_by_resource(self, scope: Scope) -> int:
+        """Mirror of ``count_resource_entries_v1``."""
+        scope_texts(scope)
+        check_scope(Scope(scope.tenant_id, scope.resource_id), thread_required=False)
+        return sum(len(rows) for key, rows in self._threads.items() if key[:2] == (scope.tenant_id, scope.resource_id))
+
+    async def invalidate_resource(
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, now: datetime | None = None
+    ) -> list[tuple[str, str, int, bool, bool]]:
+        """Mirror of ``invalidate_resource_v1``: the next batch tombstoned thread by thread (``invalidate``,
+        reason 'deleted', held entries skipped), all or nothing."""
+        scope_texts(scope)
+        after = resource_cursor_arguments(after)
+        check_int(limit, "limit", LimitExceededError, bits=32)
+        now = check_now(now)
+        rows = self._resource_rows(scope, after)
+        check_int_option("limit", limit, 1, 64)
+        picked = rows[:limit]
+        by_thread: dict[tuple[str, str, str], list[str]] = {}
+        for key, row in picked:
+            if not row.legal_hold:
+                by_thread.setdefault(key, []).append(row.id)
+        reached: list[tuple[tuple[str, str, str], str]] = []
+        with self._restored_on_error(list(by_thread)):
+            for key in sorted(by_thread):
+                thread = Scope(*key)
+                reached += [(key, entry_id) for entry_id in await self.invalidate(thread, by_thread[key], "deleted", now)]
+        result = [(key[2], row.id, row.sequence, row.legal_hold, True) for key, row in picked]
+        seen = {(key, row.id) for key, row in picked}
+        others = sorted({(key, entry_id) for key, entry_id in reached if (key, entry_id) not in seen},
+                        key=lambda item: (item[0][2], self._threads[item[0]][item[1]].sequence, item[1]))
+        return result + [(key[2], entry_id, self._threads[key][entry_id].sequence,
+                          self._threads[key][entry_id].legal_hold, False) for key, entry_id in others]
+
+    async def purge_resource(self, scope: Scope, entries: Sequence[tuple[str, str]]) -> int:
+        """Mirror of ``purge_resource_v1``: ``purge`` thread by thread (in code-point order), all or nothing."""
+        scope_texts(scope)
+        threads, ids = resource_entry_arguments(entries)
+        check_scope(Scope(scope.tenant_id, scope.resource_id), thread_required=False)
+        if not 1 <= len(ids) <= 64:
+            raise LimitExceededError(f"purge_resource: between 1 and 64 (thread, id) pairs per call, got {len(ids)}")
+        by_thread: dict[str, list[str]] = {}
+        for thread_id, entry_id in zip(threads, ids):
+            by_thread.setdefault(thread_id, []).append(entry_id)
+        keys = [(scope.tenant_id, scope.resource_id, thread_id) for thread_id in by_thread]
+        deleted = 0
+        with self._restored_on_error(keys):
+            for thread_id in sorted(by_thread):
+                deleted += await self.purge(Scope(scope.tenant_id, scope.resource_id, thread_id), by_thread[thread_id])
+        return deleted
 
     async def reembed(
         self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]]

@@ -27,6 +27,10 @@ class Queries:
     retention_candidates: sql.Composed
     list_entries: sql.Composed
     count_entries: sql.Composed
+    list_resource_entries: sql.Composed
+    count_resource_entries: sql.Composed
+    invalidate_resource: sql.Composed
+    purge_resource: sql.Composed
     reembed: sql.Composed
     share_with: sql.Composed
     rag_upsert: sql.Composed
@@ -134,6 +138,25 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
         ),
         count_entries=q(
             "select {s}.count_entries_v1(p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text)"
+        ),
+        list_resource_entries=q(
+            "select thread_id, id, text, metadata, sequence, importance, consent_source, consent_scope, "
+            "consent_visible, consent_granted_at, consent_revoked_at, legal_hold, created_at, updated_at "
+            "from {s}.list_resource_entries_v1(p_tenant_id => %s::text, p_resource_id => %s::text, "
+            "p_after_thread_id => %s::text, p_after_sequence => %s::bigint, p_after_id => %s::text, "
+            "p_limit => %s::integer, p_exportable => %s::boolean)"
+        ),
+        count_resource_entries=q(
+            "select {s}.count_resource_entries_v1(p_tenant_id => %s::text, p_resource_id => %s::text)"
+        ),
+        invalidate_resource=q(
+            "select thread_id, entry_id, sequence, held, picked from {s}.invalidate_resource_v1("
+            "p_tenant_id => %s::text, p_resource_id => %s::text, p_after_thread_id => %s::text, "
+            "p_after_sequence => %s::bigint, p_after_id => %s::text, p_limit => %s::integer, p_now => %s::timestamptz)"
+        ),
+        purge_resource=q(
+            "select {s}.purge_resource_v1(p_tenant_id => %s::text, p_resource_id => %s::text, "
+            "p_thread_ids => %s::text[], p_ids => %s::text[])"
         ),
         reembed=q(
             "select {s}.reembed_v1("

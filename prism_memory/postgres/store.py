@@ -32,6 +32,8 @@ from ..checks import (
     page_arguments,
     record_arguments,
     reembed_arguments,
+    resource_cursor_arguments,
+    resource_entry_arguments,
     retention_arguments,
     scope_texts,
     scoring_numbers,
@@ -296,6 +298,46 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         [(count,)] = await self._fetch(self.queries.count_entries, _scope(scope), read=True)
         return int(count)
 
+    async def list_by_resource(
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, exportable: bool = False
+    ) -> list[MemoryRecord]:
+        """One ``list_resource_entries_v1`` call: at most ``limit`` (1..200) entries of the resource's threads after
+        the (thread_id, sequence, id) cursor, each naming its thread."""
+        tenant_id, resource_id, _thread = _scope(scope)
+        after = resource_cursor_arguments(after)
+        check_int(limit, "limit", LimitExceededError, bits=32)
+        check_bool(exportable, "exportable", LimitExceededError)
+        rows = await self._fetch(
+            self.queries.list_resource_entries, (tenant_id, resource_id, *(after or (None, None, None)), limit, exportable),
+            read=True,
+        )
+        return [_record((*row[1:], None), row[0])[0] for row in rows]
+
+    async def count_by_resource(self, scope: Scope) -> int:
+        """One ``count_resource_entries_v1`` call."""
+        tenant_id, resource_id, _thread = _scope(scope)
+        [(count,)] = await self._fetch(self.queries.count_resource_entries, (tenant_id, resource_id), read=True)
+        return int(count)
+
+    async def invalidate_resource(
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, now: datetime | None = None
+    ) -> list[tuple[str, str, int, bool, bool]]:
+        """One ``invalidate_resource_v1`` call: ``(thread_id, entry_id, sequence, held, picked)`` rows."""
+        tenant_id, resource_id, _thread = _scope(scope)
+        after = resource_cursor_arguments(after)
+        check_int(limit, "limit", LimitExceededError, bits=32)
+        rows = await self._fetch(
+            self.queries.invalidate_resource, (tenant_id, resource_id, *(after or (None, None, None)), limit, check_now(now))
+        )
+        return [(thread_id, entry_id, int(sequence), held, picked) for thread_id, entry_id, sequence, held, picked in rows]
+
+    async def purge_resource(self, scope: Scope, entries: Sequence[tuple[str, str]]) -> int:
+        """One ``purge_resource_v1`` call: deletes tombstoned, unheld bodies across the resource's threads."""
+        tenant_id, resource_id, _thread = _scope(scope)
+        threads, ids = resource_entry_arguments(entries)
+        [(deleted,)] = await self._fetch(self.queries.purge_resource, (tenant_id, resource_id, threads, ids))
+        return int(deleted)
+
     async def reembed(
         self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]]
     ) -> int:
@@ -355,13 +397,14 @@ def _consent_json(consent: MemoryConsent) -> dict[str, Any]:
     }
 
 
-def _record(row: Sequence[Any]) -> tuple[MemoryRecord, list[str]]:
-    """An ``entry_record_v1`` row as (record, invalidated ids)."""
+def _record(row: Sequence[Any], thread_id: str | None = None) -> tuple[MemoryRecord, list[str]]:
+    """An ``entry_record_v1`` row as (record, invalidated ids); ``thread_id`` for a resource-wide read."""
     (entry_id, text, metadata, sequence, importance, source, scope, visible, granted_at, revoked_at,
      legal_hold, created_at, updated_at, invalidated) = row
     consent = None if source is None else MemoryConsent(source, scope, visible, as_utc(granted_at), as_utc(revoked_at))
     record = MemoryRecord(
-        entry_id, text, metadata, sequence, importance, consent, legal_hold, as_utc(created_at), as_utc(updated_at)
+        entry_id, text, metadata, sequence, importance, consent, legal_hold, as_utc(created_at), as_utc(updated_at),
+        thread_id,
     )
     return record, list(invalidated or [])
 

@@ -10,6 +10,7 @@
 \ir functions/assert_embedding_v1.sql
 \ir functions/assert_dimensions_v1.sql
 \ir functions/assert_time_v1.sql
+\ir functions/assert_resource_cursor_v1.sql
 \ir functions/is_injectable_v1.sql
 \ir functions/leaves_thread_v1.sql
 \ir functions/lineage_is_valid_v1.sql
@@ -30,12 +31,16 @@
 \ir functions/recall_v2.sql
 \ir functions/share_with_v1.sql
 \ir functions/invalidate_v1.sql
+\ir functions/invalidate_resource_v1.sql
 \ir functions/purge_v1.sql
+\ir functions/purge_resource_v1.sql
 \ir functions/set_consent_v1.sql
 \ir functions/correct_v2.sql
 \ir functions/retention_candidates_v1.sql
 \ir functions/list_entries_v1.sql
+\ir functions/list_resource_entries_v1.sql
 \ir functions/count_entries_v1.sql
+\ir functions/count_resource_entries_v1.sql
 \ir functions/reembed_v1.sql
 \ir functions/rag_assert_scope_v1.sql
 \ir functions/rag_assert_generation_v1.sql
