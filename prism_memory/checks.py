@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import numpy as np
@@ -57,7 +57,7 @@ from .types import (
 
 #: UTF-8 bytes of a tenant, resource, thread, RAG scope, principal or group id (``assert_scope_v1``).
 MAX_SCOPE_ID_BYTES = 256
-#: UTF-8 bytes of an entry, chunk, source or lineage source id (``remember_v1``, ``rag_upsert_v1``).
+#: UTF-8 bytes of an entry, chunk, source or lineage source id (``remember_v2``, ``rag_upsert_v1``).
 MAX_ENTRY_ID_BYTES = 512
 #: The segment a delegated agent's scope adds to its parent's ids: ``"<resource>/agent:<agent id>"``.
 #: Reserved: only :meth:`prism_memory.memory.Memory.child` makes ids that hold it.
@@ -264,7 +264,7 @@ def embedding_labels(ids: Sequence[str]) -> list[str]:
     return [f"{entry_label(position, entry_id)}: embedding" for position, entry_id in enumerate(ids, start=1)]
 
 
-_ENTRY_KEYS = {"id", "text", "metadata", "sequence", "importance", "consent", "lineage", "reflection"}
+_ENTRY_KEYS = {"id", "text", "metadata", "sequence", "importance", "consent", "lineage", "reflection", "expires_at", "ttl"}
 
 
 def to_entry(entry: MemoryEntry | Mapping[str, Any], position: int) -> MemoryEntry:
@@ -348,7 +348,7 @@ def check_lineage(stored: object, where: str) -> None:
 def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, Any]:
     """Check one entry and return its metadata as stored: a ``dict`` read back from its JSON (``{}`` when unset).
 
-    The checks of ``remember_v1`` (PM002, PM006) plus Python's types and
+    The checks of ``remember_v2`` (PM002, PM006) plus Python's types and
     encodings, made before the entry is embedded. A ``lineage`` is stored as
     ``metadata["_lineage"]`` (giving both raises). Raises
     :class:`InvalidEntryError` for a bad id (:func:`check_id`, 512 bytes),
@@ -389,7 +389,19 @@ def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, 
         if not finite or not isinstance(entry.importance, (int, float)):
             raise InvalidEntryError(f"{where}: importance must be a finite number, got {entry.importance!r}")
     check_consent(entry.consent, where)
+    check_expiry(entry.expires_at, entry.ttl, where)
     return stored
+
+
+def check_expiry(expires_at: object, ttl: object, where: str) -> None:
+    """An entry's expiry as it can be sent: ``expires_at`` ``None`` or timezone-aware (:func:`check_aware`),
+    ``ttl`` ``None`` or a ``timedelta``, not both; else :class:`InvalidEntryError` (``remember_v2``: PM002).
+    Their ranges (after now; more than 0 and at most 36,500 days) are ``remember_v2``'s (PM005)."""
+    check_aware(expires_at, f"{where}: expires_at")
+    if ttl is not None and not isinstance(ttl, timedelta):
+        raise InvalidEntryError(f"{where}: ttl must be a timedelta, got {type(ttl).__name__}")
+    if expires_at is not None and ttl is not None:
+        raise InvalidEntryError(f"{where}: give expires_at or ttl, not both")
 
 
 # --- Store calls: shapes SQL cannot see ---------------------------------------
@@ -406,7 +418,7 @@ def record_arguments(records: object) -> list[tuple[str, np.ndarray]]:
     ``str`` source and scope, ``bool`` visibility and aware datetimes; and
     :class:`InvalidEmbeddingError` for an embedding that cannot be sent
     (:func:`prism_memory.embedding.embedding_values`). The rules are
-    ``remember_v1``'s (mirrored by :func:`prism_memory.emulator.rules.check_records`).
+    ``remember_v2``'s (mirrored by :func:`prism_memory.emulator.rules.check_records`).
     """
     if isinstance(records, (str, bytes)) or not isinstance(records, Sequence):
         raise InvalidEntryError("records must be a list of EntryRecord")
@@ -436,6 +448,7 @@ def record_arguments(records: object) -> list[tuple[str, np.ndarray]]:
             check_bool(consent.visible, f"{where}: consent visible", InvalidEntryError)
             check_aware(consent.granted_at, f"{where}: consent granted_at")
             check_aware(consent.revoked_at, f"{where}: consent revoked_at")
+        check_expiry(record.expires_at, record.ttl, where)
         arguments.append((metadata, embedding_values(record.embedding, f"{where}: embedding")))
     return arguments
 
@@ -521,7 +534,7 @@ def resource_entry_arguments(entries: object) -> tuple[list[str], list[str]]:
 def retention_arguments(max_age_days: object, max_entries: object, batch_size: object) -> float | None:
     """A ``retention_candidates`` call: ``max_age_days`` ``None`` or a real number (returned as a ``float``),
     ``max_entries`` ``None`` or an ``int`` and ``batch_size`` an ``int``, else :class:`LimitExceededError`
-    (the ranges are ``retention_candidates_v1``'s)."""
+    (the ranges are ``retention_candidates_v2``'s)."""
     if max_entries is not None:
         check_int(max_entries, "max_entries", LimitExceededError)
     check_int(batch_size, "batch_size", LimitExceededError, bits=32)
@@ -532,7 +545,7 @@ def check_batch_writes(writes: Sequence[tuple[Scope, Sequence[EntryRecord]]]) ->
     """The shape of a ``remember_batch``: every scope a thread (:func:`check_scope`) of one tenant, and no thread twice.
 
     Raises :class:`InvalidScopeError` before anything is written. Both stores
-    check it in Python: ``remember_batch_v1`` takes one tenant and the rows of
+    check it in Python: ``remember_batch_v2`` takes one tenant and the rows of
     every thread as flat arrays, so it never sees a scope without rows nor
     tells two writes of one thread apart (one tenant per call is the Citus
     rule of docs/scaling.md).

@@ -269,6 +269,22 @@ async def check_across_threads(check: _Check) -> None:
     _expect(got == ["h"], f"a consent scope change must apply at the next recall, got {got}")
 
 
+async def check_expiry(check: _Check) -> None:
+    now = [datetime(2026, 1, 1, tzinfo=timezone.utc)]
+    memory = await check.memory(clock=lambda: now[0])
+    await memory.remember([{"id": "brief", "text": "parking code", "ttl": timedelta(hours=1)},
+                           {"id": "old", "text": "parking spot"}], wait=True)
+    now[0] += timedelta(days=10)
+    await memory.remember([{"id": "new", "text": "parking garage"}], wait=True)
+    got = sorted(hit.id for hit in (await memory.recall("parking", top_k=8)).hits)
+    _expect(got == ["new", "old"], f"an entry past its ttl must not be recalled before any sweep, got {got}")
+    await memory.set_retention_policy(5)
+    got = [hit.id for hit in (await memory.recall("parking", top_k=8)).hits]
+    _expect(got == ["new"], f"a stored retention policy must apply at the next recall, got {got}")
+    swept = await memory.apply_retention()
+    _expect(swept.deleted == 2, f"the sweep must delete what has expired, got {swept}")
+
+
 CHECKS: dict[str, Callable[[_Check], Awaitable[None]]] = {
     "remember_and_recall": check_remember_and_recall,
     "scope_isolation": check_scope_isolation,
@@ -283,6 +299,7 @@ CHECKS: dict[str, Callable[[_Check], Awaitable[None]]] = {
     "legal_hold": check_legal_hold,
     "recency": check_recency,
     "across_threads": check_across_threads,
+    "expiry": check_expiry,
 }
 
 

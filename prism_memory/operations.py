@@ -39,10 +39,12 @@ _RAG_READ = "jsonb, boolean, text, text[], bigint"
 OPERATIONS: tuple[Operation, ...] = (
     Operation("WorkingStore", "get_working", "get_working", "get_working_v1", _SCOPE),
     Operation("WorkingStore", "update_working", "update_working", "update_working_v1", f"{_SCOPE}, jsonb, bigint"),
-    Operation("VectorStore", "remember", "remember", "remember_v1",
-              f"{_SCOPE}, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
-    Operation("VectorStore", "remember_batch", "remember_batch", "remember_batch_v1",
-              "text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
+    Operation("VectorStore", "remember", "remember", "remember_v2",
+              f"{_SCOPE}, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz[], "
+              "interval[], timestamptz"),
+    Operation("VectorStore", "remember_batch", "remember_batch", "remember_batch_v2",
+              "text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], "
+              "timestamptz[], interval[], timestamptz"),
     Operation("VectorStore", "recall", "recall", "recall_v3",
               f"{_SCOPE}, vector, text, integer, integer, boolean, text, boolean, timestamptz, "
               "double precision, double precision, double precision, boolean"),
@@ -53,17 +55,20 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("VectorStore", "set_consent", "set_consent", "set_consent_v1",
               f"{_SCOPE}, text, boolean, text, text, timestamptz, timestamptz, timestamptz"),
     Operation("VectorStore", "correct", "correct", "correct_v2", f"{_SCOPE}, text, text, vector, timestamptz"),
-    Operation("VectorStore", "retention_candidates", "retention_candidates", "retention_candidates_v1",
+    Operation("VectorStore", "retention_candidates", "retention_candidates", "retention_candidates_v2",
               f"{_SCOPE}, double precision, integer, integer, timestamptz"),
-    Operation("VectorStore", "list_by_thread", "list_entries", "list_entries_v1",
-              f"{_SCOPE}, bigint, text, integer, boolean"),
+    Operation("VectorStore", "list_by_thread", "list_entries", "list_entries_v2",
+              f"{_SCOPE}, bigint, text, integer, boolean, timestamptz"),
     Operation("VectorStore", "count_by_thread", "count_entries", "count_entries_v1", _SCOPE),
     Operation("VectorStore", "list_by_resource", "list_resource_entries", "list_resource_entries_v1",
-              "text, text, text, bigint, text, integer, boolean"),
+              "text, text, text, bigint, text, integer, boolean, timestamptz"),
     Operation("VectorStore", "count_by_resource", "count_resource_entries", "count_resource_entries_v1", "text, text"),
     Operation("VectorStore", "invalidate_resource", "invalidate_resource", "invalidate_resource_v1",
-              "text, text, text, bigint, text, integer, timestamptz"),
+              "text, text, text, bigint, text, integer, boolean, timestamptz"),
     Operation("VectorStore", "purge_resource", "purge_resource", "purge_resource_v1", "text, text, text[], text[]"),
+    Operation("VectorStore", "set_retention_policy", "set_retention_policy", "set_retention_policy_v1",
+              f"{_SCOPE}, double precision, timestamptz"),
+    Operation("VectorStore", "get_retention_policy", "get_retention_policy", "get_retention_policy_v1", _SCOPE),
     Operation("VectorStore", "reembed", "reembed", "reembed_v1", f"{_SCOPE}, text[], text[], vector[]"),
     Operation("RagVectorStore", "upsert", "rag_upsert", "rag_upsert_v1",
               "text, text, text[], text[], text[], vector[], jsonb[], bigint[], bigint"),
@@ -83,10 +88,18 @@ OPERATIONS: tuple[Operation, ...] = (
 )
 
 #: API functions no store operation calls any more, kept (granted and delegated like the others) for direct
-#: SQL callers, each answering through its successor's body: ``recall_v2`` is ``recall_v3`` within one thread.
+#: SQL callers, each answering through its successor's body: ``recall_v2`` is ``recall_v3`` within one thread,
+#: ``remember_v1`` and ``remember_batch_v1`` are the v2 functions without expiry, ``list_entries_v1`` is
+#: ``list_entries_v2`` on the server's clock. ``retention_candidates_v1`` keeps its own body (its v2 also
+#: sweeps what has expired, a new contract).
 RETAINED_FUNCTIONS: tuple[tuple[str, str], ...] = (
     ("recall_v2", f"{_SCOPE}, vector, text, integer, integer, boolean, text, timestamptz, "
                   "double precision, double precision, double precision, boolean"),
+    ("remember_v1", f"{_SCOPE}, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
+    ("remember_batch_v1",
+     "text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
+    ("list_entries_v1", f"{_SCOPE}, bigint, text, integer, boolean"),
+    ("retention_candidates_v1", f"{_SCOPE}, double precision, integer, integer, timestamptz"),
 )
 
 #: The functions an application calls, with their argument types: ``install_info_v1`` (which the

@@ -109,6 +109,7 @@ class SchemaConfig:
             "rag_chunk": table("_rag_chunk"),
             "rag_source_version": table("_rag_source_version"),
             "tenant_binding": table("_tenant_binding"),
+            "retention_policy": table("_retention_policy"),
             "entries_scope_idx": index("_scope_idx"),
             "entries_tsv_idx": index("_tsv_idx"),
             "entries_lineage_idx": index("_lineage_idx"),

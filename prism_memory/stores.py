@@ -21,6 +21,7 @@ from .types import (
     RagMatch,
     RecallResult,
     RecallScoringOptions,
+    RetentionPolicy,
     Scope,
     StoredChunk,
     WorkingMemoryRecord,
@@ -38,7 +39,7 @@ class VectorStore(Protocol):
     async def remember(
         self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None
     ) -> tuple[int, list[str]]:
-        """[remember_v1] Upsert ``records`` into ``scope``'s thread, all or nothing.
+        """[remember_v2] Upsert ``records`` into ``scope``'s thread, all or nothing.
 
         Returns how many were written and the ids invalidated by the write
         (written entries that are invalid, and their lineage dependents).
@@ -48,7 +49,7 @@ class VectorStore(Protocol):
     async def remember_batch(
         self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None
     ) -> list[tuple[int, list[str]]]:
-        """[remember_batch_v1] Bulk ingest: ``remember`` for many threads of one tenant, all or nothing.
+        """[remember_batch_v2] Bulk ingest: ``remember`` for many threads of one tenant, all or nothing.
 
         ``writes`` pairs each thread's scope with its records; every scope
         names the same tenant and a thread, and no thread appears twice
@@ -113,13 +114,17 @@ class VectorStore(Protocol):
     async def retention_candidates(
         self, scope: Scope, max_age_days: float | None, max_entries: int | None, batch_size: int, now: datetime | None = None
     ) -> list[tuple[str, bool]]:
-        """[retention_candidates_v1] The next sweep's ``(entry_id, held)`` pairs, oldest first."""
+        """[retention_candidates_v2] The next sweep's ``(entry_id, held)`` pairs, oldest first: what has expired at
+        ``now`` (its ``expires_at``, the stored policies), and what ``max_age_days`` or ``max_entries`` (each
+        optional) name."""
         ...
 
     async def list_by_thread(
-        self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False
+        self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False,
+        now: datetime | None = None,
     ) -> list[MemoryRecord]:
-        """[list_entries_v1] At most ``limit`` (1..200) entries after the (sequence, id) cursor."""
+        """[list_entries_v2] At most ``limit`` (1..200) entries after the (sequence, id) cursor; ``exportable``:
+        only what an export may hold at ``now`` (nothing expired)."""
         ...
 
     async def count_by_thread(self, scope: Scope) -> int:
@@ -127,7 +132,8 @@ class VectorStore(Protocol):
         ...
 
     async def list_by_resource(
-        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, exportable: bool = False
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, exportable: bool = False,
+        now: datetime | None = None,
     ) -> list[MemoryRecord]:
         """[list_resource_entries_v1] At most ``limit`` (1..200) entries of every thread of ``scope``'s tenant and
         resource (its thread is ignored) after the (thread_id, sequence, id) cursor, each naming its thread."""
@@ -138,16 +144,29 @@ class VectorStore(Protocol):
         ...
 
     async def invalidate_resource(
-        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, now: datetime | None = None
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, expired_only: bool = False,
+        now: datetime | None = None,
     ) -> list[tuple[str, str, int, bool, bool]]:
         """[invalidate_resource_v1] Tombstone the next ``limit`` (1..64) unheld entries of the resource after the
-        cursor and their lineage dependents; ``(thread_id, entry_id, sequence, held, picked)`` rows, the batch
-        (``picked``) first in cursor order, then the dependents reached besides it."""
+        cursor (with ``expired_only``, of those expired at ``now``) and their lineage dependents;
+        ``(thread_id, entry_id, sequence, held, picked)`` rows, the batch (``picked``) first in cursor order,
+        then the dependents reached besides it."""
         ...
 
     async def purge_resource(self, scope: Scope, entries: Sequence[tuple[str, str]]) -> int:
         """[purge_resource_v1] Delete the tombstoned, unheld bodies of 1..64 ``(thread_id, entry_id)`` pairs of the
         resource; return how many were deleted."""
+        ...
+
+    async def set_retention_policy(
+        self, scope: Scope, max_age_days: float | None, now: datetime | None = None
+    ) -> float | None:
+        """[set_retention_policy_v1] Store the maximum age (0..36,500 days; ``None`` removes it) of the entries of
+        ``scope``'s thread, or of its resource when the scope has no thread; returns what is stored."""
+        ...
+
+    async def get_retention_policy(self, scope: Scope) -> RetentionPolicy:
+        """[get_retention_policy_v1] The resource's and (when ``scope`` has one) the thread's stored maximum age."""
         ...
 
     async def reembed(

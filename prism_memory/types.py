@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from .errors import LimitExceededError
@@ -96,6 +96,11 @@ class MemoryEntry:
     ``reflection``: a JSON object handed, after secret redaction, to the
     memory's ``importance_from`` hook at write time to derive ``importance``;
     never persisted.
+    ``expires_at`` (timezone-aware, after now) or ``ttl`` (a ``timedelta``,
+    more than 0 and at most 36,500 days, counted from the write's time): when
+    the entry stops being recalled, exported or injected, until the
+    retention sweep deletes it; give one or neither (a stored entry then keeps
+    its own). docs/consent-and-lifecycle.md, "Expiry".
     """
 
     id: str
@@ -106,6 +111,8 @@ class MemoryEntry:
     consent: MemoryConsent | None = None
     lineage: MemoryLineage | None = None
     reflection: dict[str, Any] | None = None
+    expires_at: datetime | None = None
+    ttl: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +120,8 @@ class EntryRecord:
     """An entry ready for a store: validated and redacted, with its embedding (``list[float]``).
 
     ``metadata`` already holds ``_lineage`` when the entry has a lineage;
-    ``consent`` ``None`` keeps a stored entry's consent (legacy for a new one).
+    ``consent`` ``None`` keeps a stored entry's consent (legacy for a new one),
+    and ``expires_at`` and ``ttl`` both ``None`` its expiry (none for a new one).
     """
 
     id: str
@@ -123,6 +131,8 @@ class EntryRecord:
     sequence: int | None
     importance: float | None
     consent: MemoryConsent | None = None
+    expires_at: datetime | None = None
+    ttl: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +171,15 @@ class RebuildResult:
 
     rebuilt: int
     next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionPolicy:
+    """The stored retention policies that cover a memory's entries: the resource's and the thread's maximum age
+    in 24-hour days (``None``: no such policy). An entry older than either is expired at once."""
+
+    resource_max_age_days: float | None
+    thread_max_age_days: float | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,13 @@ class NoRecency(MemoryVectorStore):
         return await super().recall(*args, scoring=scoring, **kwargs)
 
 
+class SweepOnly(MemoryVectorStore):
+    """A broken adapter: expiry only counts once the sweep ran (as in langgraph before PR#8354)."""
+
+    def _live(self, key, row, now):
+        return True
+
+
 class StayAtHome(MemoryVectorStore):
     """A broken adapter: it ignores across_threads."""
 
@@ -73,7 +80,7 @@ class StayAtHome(MemoryVectorStore):
 
 @pytest.mark.parametrize("store, check", [(LeakyStore, "consent_gate"), (EternalGrants, "grant_expiry"),
                                           (GreedyTopK, "top_k_and_adjacency"), (NoRecency, "recency"),
-                                          (StayAtHome, "across_threads")])
+                                          (StayAtHome, "across_threads"), (SweepOnly, "expiry")])
 async def test_a_broken_store_fails_the_check_for_its_bug(store, check):
     with pytest.raises(ConformanceError) as caught:
         await run_memory_conformance(lambda: {

@@ -190,6 +190,8 @@ async def reads(call: Calls, phase: str, tenant: Tenant, memories: dict[str, Any
     await call(f"{phase}.list_resource_page", memory.vector_store.list_by_resource(
         resource, (child.scope.thread_id, 1, tenant.entry(20)), 5))
     await call(f"{phase}.count_agent_resource", agent.count_resource())
+    await call(f"{phase}.retention_policy", memory.retention_policy())
+    await call(f"{phase}.retention_policy_resource", memories["profile"].retention_policy())
     for thread in ("bulk-a", "bulk-b"):
         bulk = Scope(tenant.tenant_id, tenant.resource, tenant.thread(thread))
         await call(f"{phase}.list_{thread}", memory.vector_store.list_by_thread(bulk, None, 200))
@@ -323,6 +325,12 @@ async def scenario(dsn: str, partitioned: bool) -> Run:
             await call("write.share", main.share_with(
                 child.scope.thread_id, [tenant.entry(1), tenant.entry(3), tenant.entry(4)],
                 expires_at=T0 + timedelta(days=1)))
+            await call("write.retention_policy", child.set_retention_policy(3650))
+            await call("write.retention_policy_resource", main.set_retention_policy(36500, resource_wide=True))
+            await call("write.remember_expiring", child.remember([
+                {"id": tenant.entry(21), "text": f"{tenant.word} expires soon", "ttl": timedelta(hours=1)},
+                {"id": tenant.entry(22), "text": f"{tenant.word} expires later", "expires_at": T0 + timedelta(days=9)}],
+                wait=True))
             await call("write.remember_agent", agent.remember(
                 [{"id": tenant.entry(30), "text": f"{tenant.word} the helper agent's own note"}], wait=True))
             await call("write.share_agent", main.share_with(
@@ -354,6 +362,8 @@ async def scenario(dsn: str, partitioned: bool) -> Run:
             await call("change.rebuild", main.rebuild_index(batch_size=3))
             await call("change.retention", main.apply_retention(max_entries=4))
             await call("change.retention_age", child.apply_retention(max_age_days=0.01))
+            await call("change.retention_expired", child.apply_retention())
+            await call("change.resource_retention", main.apply_resource_retention(batch_size=4))
             await call("change.unshare", main.revoke_share(child.scope.thread_id))
             agent = mine["agent"]
             await call("change.forget_agent_resource", agent.forget_resource(

@@ -49,6 +49,7 @@ from ..checks import (
     entry_label,
     is_agent_resource,
     page_arguments,
+    real_number,
     record_arguments,
     reembed_arguments,
     resource_cursor_arguments,
@@ -85,12 +86,13 @@ from ..types import (
     RecallHit,
     RecallResult,
     RecallScoringOptions,
+    RetentionPolicy,
     Scope,
     WorkingMemoryRecord,
     check_int_option,
 )
 from .rag import EmulatorRagStore
-from .rules import STORE_WORKING_MEMORY_BYTES, check_records
+from .rules import STORE_WORKING_MEMORY_BYTES, check_expiry_range, check_records
 from .vectors import float32, norm_squared
 from .vectors import similarity as cosine_similarity
 
@@ -126,6 +128,7 @@ class _Row:
     legal_hold: bool
     created_at: datetime
     updated_at: datetime
+    expires_at: datetime | None = None
 
     def consented(self, require_consent: bool) -> bool:
         """Visible, not revoked, and explicitly consented when ``require_consent``."""
@@ -184,6 +187,8 @@ class MemoryVectorStore(EmulatorRagStore):
         #: thread -> entry id -> (reason, sequence of the entry when tombstoned)
         self._tombstones: dict[tuple[str, str, str], dict[str, tuple[str, int | None]]] = {}
         self._grants: dict[tuple[str, str, str, str, str], tuple[frozenset[str], datetime | None]] = {}
+        #: (tenant, resource, thread or '' for the resource) -> maximum age in days
+        self._policies: dict[tuple[str, str, str], float] = {}
         self._init_rag()
 
     @staticmethod
@@ -206,21 +211,21 @@ class MemoryVectorStore(EmulatorRagStore):
     async def remember(
         self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None
     ) -> tuple[int, list[str]]:
-        """Mirror of ``remember_v1``: validate, upsert all records, re-derive their tombstones, walk from the invalid ones."""
+        """Mirror of ``remember_v2``: validate, upsert all records, re-derive their tombstones, walk from the invalid ones."""
         scope_texts(scope)
         arguments = record_arguments(records)
         now = check_now(now)
         if not records:
-            self._key(scope)  # remember_v1 checks the scope before it returns for no entries
+            self._key(scope)  # remember_v2 checks the scope before it returns for no entries
             return 0, []
-        checked = self._check_write(scope, records, arguments)
+        checked = self._check_write(scope, records, arguments, now)
         with self._restored_on_error([self._key(scope)]):
             return await self._write(scope, records, *checked, now)
 
     async def remember_batch(
         self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None
     ) -> list[tuple[int, list[str]]]:
-        """Mirror of ``remember_batch_v1``: each thread checked then written, in (resource, thread) code-point
+        """Mirror of ``remember_batch_v2``: each thread checked then written, in (resource, thread) code-point
         order, so the first failure is the one SQL meets; on a failure every thread of the batch is restored."""
         check_batch_writes(writes)
         arguments = {scope: record_arguments(records) for scope, records in writes}  # all types first, as Postgres
@@ -230,17 +235,18 @@ class MemoryVectorStore(EmulatorRagStore):
         results: dict[Scope, tuple[int, list[str]]] = {}
         with self._restored_on_error([self._key(scope) for scope in order]):
             for scope in order:
-                checked = self._check_write(scope, by_scope[scope], arguments[scope])
+                checked = self._check_write(scope, by_scope[scope], arguments[scope], now)
                 results[scope] = await self._write(scope, by_scope[scope], *checked, now)
         return [results.get(scope, (0, [])) for scope, _records in writes]
 
     def _check_write(
-        self, scope: Scope, records: Sequence[EntryRecord], arguments: list[tuple[str, np.ndarray]]
+        self, scope: Scope, records: Sequence[EntryRecord], arguments: list[tuple[str, np.ndarray]], now: datetime
     ) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
-        """remember_v1's checks, after :func:`record_arguments`, before anything is written: each record's
+        """remember_v2's checks, after :func:`record_arguments`, before anything is written: each record's
         stored metadata and float32 embedding."""
         self._key(scope)
         metadata = check_records(records)
+        check_expiry_range(records, now)
         vectors = [
             float32(values, f"{entry_label(position, record.id)}: embedding")
             for position, (record, (_, values)) in enumerate(zip(records, arguments), start=1)
@@ -303,6 +309,9 @@ class MemoryVectorStore(EmulatorRagStore):
                 legal_hold=existing.legal_hold if existing else False,
                 created_at=existing.created_at if existing else now,
                 updated_at=now,
+                expires_at=(as_utc(record.expires_at) if record.expires_at is not None
+                            else now + record.ttl if record.ttl is not None
+                            else existing.expires_at if existing else None),
             )
         rows.update(written)
         self._unshare(key, set(written))
@@ -340,6 +349,16 @@ class MemoryVectorStore(EmulatorRagStore):
     def _visible(self, key: tuple[str, str, str], row: _Row, require_consent: bool) -> bool:
         return row.injectable(require_consent) and row.id not in self._tombstones.get(key, {})
 
+    def _cutoff(self, key: tuple[str, str, str], now: datetime) -> datetime | None:
+        """Mirror of ``retention_cutoff_v1`` for the thread ``key`` (``None``: no policy covers it)."""
+        ages = [self._policies[policy] for policy in ((*key[:2], ""), key) if policy in self._policies]
+        return now - timedelta(days=min(ages)) if ages else None
+
+    def _live(self, key: tuple[str, str, str], row: _Row, now: datetime) -> bool:
+        """Mirror of ``is_live_v1``: not older than the policies of ``key`` allow, its ``expires_at`` still ahead."""
+        cutoff = self._cutoff(key, now)
+        return (cutoff is None or row.created_at >= cutoff) and (row.expires_at is None or row.expires_at > now)
+
     async def recall(
         self,
         scope: Scope,
@@ -355,7 +374,7 @@ class MemoryVectorStore(EmulatorRagStore):
         across_threads: bool = False,
     ) -> RecallResult:
         """Mirror of ``recall_v3``: own thread, the travelling entries of the resource's other threads
-        (``across_threads``) and live grants, the consent gate, an exact scored scan, the optional composite
+        (``across_threads``) and live grants, the consent and expiry gates, an exact scored scan, the optional composite
         re-rank of the top ``top_k * 4``, adjacency within each hit's thread, and gate counts."""
         scope_texts(scope)
         values = embedding_values(query_embedding, "the query embedding")
@@ -394,7 +413,7 @@ class MemoryVectorStore(EmulatorRagStore):
             return (travels or row.id in granted.get(where, ())) and row.embedding.shape[0] == query.shape[0]
 
         def allowed(where: tuple[str, str, str], row: _Row) -> bool:
-            return in_scope(where, row) and self._visible(where, row, require_consent)
+            return in_scope(where, row) and self._visible(where, row, require_consent) and self._live(where, row, now)
 
         pool = [(where, row) for where in dict.fromkeys([key, *others, *granted])
                 for row in self._threads.get(where, {}).values() if allowed(where, row)]
@@ -456,6 +475,7 @@ class MemoryVectorStore(EmulatorRagStore):
                     else "hold" if row.legal_hold
                     else "consent" if not row.consented(require_consent)
                     else "invalidation" if row.id in self._tombstones.get(where, {})
+                    else "expiry" if not self._live(where, row, now)
                     else None
                 )
                 if gate is not None:
@@ -651,14 +671,13 @@ class MemoryVectorStore(EmulatorRagStore):
         batch_size: int,
         now: datetime | None = None,
     ) -> list[tuple[str, bool]]:
-        """Mirror of ``retention_candidates_v1``: oldest expired entries until ``batch_size`` unheld ones."""
+        """Mirror of ``retention_candidates_v2``: oldest expired entries (by expiry, the stored policies,
+        ``max_age_days`` or ``max_entries``) until ``batch_size`` unheld ones."""
         scope_texts(scope)
         max_age_days = retention_arguments(max_age_days, max_entries, batch_size)
         now = check_now(now)  # in UTC: 24-hour days, whatever the clock's time zone
         key = self._key(scope)
         check_int_option("batch_size", batch_size, 1, 64)
-        if max_age_days is None and max_entries is None:
-            raise LimitExceededError("retention needs max_age_days or max_entries")
         if (max_age_days is not None and not 0 <= max_age_days <= 36500) or (max_entries is not None and max_entries < 0):
             raise LimitExceededError("max_age_days must be within 0..36500 and max_entries >= 0")
         rows = sorted(self._threads.get(key, {}).values(), key=lambda row: (row.sequence, row.id))
@@ -667,7 +686,7 @@ class MemoryVectorStore(EmulatorRagStore):
         chosen: list[tuple[str, bool]] = []
         deletable = 0
         for row in rows:
-            expired = (cutoff is not None and row.created_at < cutoff) or (
+            expired = not self._live(key, row, now) or (cutoff is not None and row.created_at < cutoff) or (
                 max_entries is not None and newest_rank[row.id] > max_entries
             )
             if not expired:
@@ -679,18 +698,21 @@ class MemoryVectorStore(EmulatorRagStore):
         return chosen
 
     async def list_by_thread(
-        self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False
+        self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False,
+        now: datetime | None = None,
     ) -> list[MemoryRecord]:
-        """Mirror of ``list_entries_v1``: entries after the (sequence, id) cursor, at most ``limit`` (1..200)."""
+        """Mirror of ``list_entries_v2``: entries after the (sequence, id) cursor, at most ``limit`` (1..200)."""
         scope_texts(scope)
         after = page_arguments(after, limit, exportable)
+        now = check_now(now)
         key = self._key(scope)
         check_int_option("limit", limit, 1, 200)
         rows = sorted(self._threads.get(key, {}).values(), key=lambda row: (row.sequence, row.id))
         chosen = [
             row
             for row in rows
-            if (after is None or (row.sequence, row.id) > after) and (not exportable or self._visible(key, row, True))
+            if (after is None or (row.sequence, row.id) > after)
+            and (not exportable or (self._visible(key, row, True) and self._live(key, row, now)))
         ]
         return [row.record()[0] for row in chosen[:limit]]
 
@@ -713,16 +735,19 @@ class MemoryVectorStore(EmulatorRagStore):
                 if after is None or (key[2], row.sequence, row.id) > after]
 
     async def list_by_resource(
-        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, exportable: bool = False
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, exportable: bool = False,
+        now: datetime | None = None,
     ) -> list[MemoryRecord]:
         """Mirror of ``list_resource_entries_v1``: the resource's entries after the (thread, sequence, id) cursor."""
         scope_texts(scope)
         after = resource_cursor_arguments(after)
         check_int(limit, "limit", LimitExceededError, bits=32)
         check_bool(exportable, "exportable", LimitExceededError)
+        now = check_now(now)
         rows = self._resource_rows(scope, after)
         check_int_option("limit", limit, 1, 200)
-        chosen = [row.record(thread_id=key[2])[0] for key, row in rows if not exportable or self._visible(key, row, True)]
+        chosen = [row.record(thread_id=key[2])[0] for key, row in rows
+                  if not exportable or (self._visible(key, row, True) and self._live(key, row, now))]
         return chosen[:limit]
 
     async def count_by_resource(self, scope: Scope) -> int:
@@ -732,17 +757,19 @@ class MemoryVectorStore(EmulatorRagStore):
         return sum(len(rows) for key, rows in self._threads.items() if key[:2] == (scope.tenant_id, scope.resource_id))
 
     async def invalidate_resource(
-        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, now: datetime | None = None
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, expired_only: bool = False,
+        now: datetime | None = None,
     ) -> list[tuple[str, str, int, bool, bool]]:
-        """Mirror of ``invalidate_resource_v1``: the next batch tombstoned thread by thread (``invalidate``,
-        reason 'deleted', held entries skipped), all or nothing."""
+        """Mirror of ``invalidate_resource_v1``: the next batch (of expired entries, ``expired_only``) tombstoned
+        thread by thread (``invalidate``, reason 'deleted' or 'expired', held entries skipped), all or nothing."""
         scope_texts(scope)
         after = resource_cursor_arguments(after)
         check_int(limit, "limit", LimitExceededError, bits=32)
+        check_bool(expired_only, "expired_only", LimitExceededError)
         now = check_now(now)
         rows = self._resource_rows(scope, after)
         check_int_option("limit", limit, 1, 64)
-        picked = rows[:limit]
+        picked = [(key, row) for key, row in rows if not expired_only or not self._live(key, row, now)][:limit]
         by_thread: dict[tuple[str, str, str], list[str]] = {}
         for key, row in picked:
             if not row.legal_hold:
@@ -751,7 +778,8 @@ class MemoryVectorStore(EmulatorRagStore):
         with self._restored_on_error(list(by_thread)):
             for key in sorted(by_thread):
                 thread = Scope(*key)
-                reached += [(key, entry_id) for entry_id in await self.invalidate(thread, by_thread[key], "deleted", now)]
+                reason = "expired" if expired_only else "deleted"
+                reached += [(key, entry_id) for entry_id in await self.invalidate(thread, by_thread[key], reason, now)]
         result = [(key[2], row.id, row.sequence, row.legal_hold, True) for key, row in picked]
         seen = {(key, row.id) for key, row in picked}
         others = sorted({(key, entry_id) for key, entry_id in reached if (key, entry_id) not in seen},
@@ -775,6 +803,31 @@ class MemoryVectorStore(EmulatorRagStore):
             for thread_id in sorted(by_thread):
                 deleted += await self.purge(Scope(scope.tenant_id, scope.resource_id, thread_id), by_thread[thread_id])
         return deleted
+
+    async def set_retention_policy(
+        self, scope: Scope, max_age_days: float | None, now: datetime | None = None
+    ) -> float | None:
+        """Mirror of ``set_retention_policy_v1``: the thread's policy, or the resource's when the scope has no thread."""
+        scope_texts(scope)
+        max_age_days = real_number(max_age_days, "max_age_days", LimitExceededError)
+        check_now(now)
+        check_scope(scope, thread_required=False)
+        if max_age_days is not None and not 0 <= max_age_days <= 36500:
+            raise LimitExceededError(f"max_age_days must be a number from 0 to 36500, got {max_age_days!r}")
+        key = (scope.tenant_id, scope.resource_id, scope.thread_id or "")
+        if max_age_days is None:
+            self._policies.pop(key, None)
+        else:
+            self._policies[key] = max_age_days
+        return max_age_days
+
+    async def get_retention_policy(self, scope: Scope) -> RetentionPolicy:
+        """Mirror of ``get_retention_policy_v1``."""
+        scope_texts(scope)
+        check_scope(scope, thread_required=False)
+        return RetentionPolicy(self._policies.get((scope.tenant_id, scope.resource_id, "")),
+                               None if scope.thread_id is None
+                               else self._policies.get((scope.tenant_id, scope.resource_id, scope.thread_id)))
 
     async def reembed(
         self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]]

@@ -31,6 +31,8 @@ class Queries:
     count_resource_entries: sql.Composed
     invalidate_resource: sql.Composed
     purge_resource: sql.Composed
+    set_retention_policy: sql.Composed
+    get_retention_policy: sql.Composed
     reembed: sql.Composed
     share_with: sql.Composed
     rag_upsert: sql.Composed
@@ -81,18 +83,20 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "p_data => %s::jsonb, p_expected_version => %s::bigint)"
         ),
         remember=q(
-            "select written, invalidated from {s}.remember_v1("
+            "select written, invalidated from {s}.remember_v2("
             "p_tenant_id => %b::text, p_resource_id => %b::text, p_thread_id => %b::text, "
             "p_ids => %b::text[], p_texts => %b::text[], p_embeddings => %b::{vector}[], "
             "p_metadata => %b::jsonb[], p_sequences => %b::bigint[], p_importance => %b::float8[], "
-            "p_consent => %b::jsonb[], p_now => %b::timestamptz)"
+            "p_consent => %b::jsonb[], p_expires_at => %b::timestamptz[], p_ttl => %b::interval[], "
+            "p_now => %b::timestamptz)"
         ),
         remember_batch=q(
-            "select resource_id, thread_id, written, invalidated from {s}.remember_batch_v1("
+            "select resource_id, thread_id, written, invalidated from {s}.remember_batch_v2("
             "p_tenant_id => %b::text, p_resource_ids => %b::text[], p_thread_ids => %b::text[], "
             "p_ids => %b::text[], p_texts => %b::text[], p_embeddings => %b::{vector}[], "
             "p_metadata => %b::jsonb[], p_sequences => %b::bigint[], p_importance => %b::float8[], "
-            "p_consent => %b::jsonb[], p_now => %b::timestamptz)"
+            "p_consent => %b::jsonb[], p_expires_at => %b::timestamptz[], p_ttl => %b::interval[], "
+            "p_now => %b::timestamptz)"
         ),
         recall=q(
             "select kind, rank, resource_id, thread_id, id, text, metadata, sequence, importance, "
@@ -125,16 +129,16 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "p_text => %s::text, p_embedding => %b::{vector}, p_now => %s::timestamptz)"
         ),
         retention_candidates=q(
-            "select entry_id, held from {s}.retention_candidates_v1("
+            "select entry_id, held from {s}.retention_candidates_v2("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
             "p_max_age_days => %s::float8, p_max_entries => %s::integer, p_batch_size => %s::integer, "
             "p_now => %s::timestamptz)"
         ),
         list_entries=q(
-            f"select {RECORD} from {{s}}.list_entries_v1("
+            f"select {RECORD} from {{s}}.list_entries_v2("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
             "p_after_sequence => %s::bigint, p_after_id => %s::text, p_limit => %s::integer, "
-            "p_exportable => %s::boolean)"
+            "p_exportable => %s::boolean, p_now => %s::timestamptz)"
         ),
         count_entries=q(
             "select {s}.count_entries_v1(p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text)"
@@ -144,7 +148,7 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "consent_visible, consent_granted_at, consent_revoked_at, legal_hold, created_at, updated_at "
             "from {s}.list_resource_entries_v1(p_tenant_id => %s::text, p_resource_id => %s::text, "
             "p_after_thread_id => %s::text, p_after_sequence => %s::bigint, p_after_id => %s::text, "
-            "p_limit => %s::integer, p_exportable => %s::boolean)"
+            "p_limit => %s::integer, p_exportable => %s::boolean, p_now => %s::timestamptz)"
         ),
         count_resource_entries=q(
             "select {s}.count_resource_entries_v1(p_tenant_id => %s::text, p_resource_id => %s::text)"
@@ -152,11 +156,20 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
         invalidate_resource=q(
             "select thread_id, entry_id, sequence, held, picked from {s}.invalidate_resource_v1("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_after_thread_id => %s::text, "
-            "p_after_sequence => %s::bigint, p_after_id => %s::text, p_limit => %s::integer, p_now => %s::timestamptz)"
+            "p_after_sequence => %s::bigint, p_after_id => %s::text, p_limit => %s::integer, "
+            "p_expired_only => %s::boolean, p_now => %s::timestamptz)"
         ),
         purge_resource=q(
             "select {s}.purge_resource_v1(p_tenant_id => %s::text, p_resource_id => %s::text, "
             "p_thread_ids => %s::text[], p_ids => %s::text[])"
+        ),
+        set_retention_policy=q(
+            "select {s}.set_retention_policy_v1(p_tenant_id => %s::text, p_resource_id => %s::text, "
+            "p_thread_id => %s::text, p_max_age_days => %s::float8, p_now => %s::timestamptz)"
+        ),
+        get_retention_policy=q(
+            "select resource_max_age_days, thread_max_age_days from {s}.get_retention_policy_v1("
+            "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text)"
         ),
         reembed=q(
             "select {s}.reembed_v1("

@@ -30,6 +30,7 @@ from ..checks import (
     consent_change_arguments,
     correction_arguments,
     page_arguments,
+    real_number,
     record_arguments,
     reembed_arguments,
     resource_cursor_arguments,
@@ -62,6 +63,7 @@ from ..types import (
     RecallHit,
     RecallResult,
     RecallScoringOptions,
+    RetentionPolicy,
     Scope,
     WorkingMemoryRecord,
 )
@@ -97,7 +99,7 @@ class _PostgresBase:
 
 
 class PostgresVectorStore(_PostgresBase, PostgresRagStore):
-    """:class:`prism_memory.stores.VectorStore` over ``remember_v1`` / ``recall_v3`` and friends, and
+    """:class:`prism_memory.stores.VectorStore` over ``remember_v2`` / ``recall_v3`` and friends, and
     :class:`prism_memory.stores.RagVectorStore` over the ``rag_*_v1`` functions (:class:`PostgresRagStore`).
 
     Python checks only what SQL cannot see (:mod:`prism_memory.checks`: types
@@ -114,7 +116,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
     async def remember(
         self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None
     ) -> tuple[int, list[str]]:
-        """One ``remember_v1`` call: the batch is written in one transaction or not at all."""
+        """One ``remember_v2`` call: the batch is written in one transaction or not at all."""
         scope_ids = _scope(scope)
         arrays = _entry_arrays(records)
         [(written, invalidated)] = await self._fetch(self.queries.remember, (*scope_ids, *arrays, check_now(now)))
@@ -123,7 +125,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
     async def remember_batch(
         self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None
     ) -> list[tuple[int, list[str]]]:
-        """One ``remember_batch_v1`` call for all of ``writes`` (one tenant); each thread's rows go contiguously."""
+        """One ``remember_batch_v2`` call for all of ``writes`` (one tenant); each thread's rows go contiguously."""
         check_batch_writes(writes)
         records = [record for _, batch in writes for record in batch]
         arrays = _entry_arrays(records)
@@ -273,7 +275,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         batch_size: int,
         now: datetime | None = None,
     ) -> list[tuple[str, bool]]:
-        """One ``retention_candidates_v1`` call: ``[(entry_id, held)]`` oldest first."""
+        """One ``retention_candidates_v2`` call: ``[(entry_id, held)]`` oldest first."""
         scope_ids = _scope(scope)
         max_age_days = retention_arguments(max_age_days, max_entries, batch_size)
         rows = await self._fetch(
@@ -283,13 +285,15 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         return [(entry_id, held) for entry_id, held in rows]
 
     async def list_by_thread(
-        self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False
+        self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False,
+        now: datetime | None = None,
     ) -> list[MemoryRecord]:
-        """One ``list_entries_v1`` call: at most ``limit`` (1..200) entries after the (sequence, id) cursor."""
+        """One ``list_entries_v2`` call: at most ``limit`` (1..200) entries after the (sequence, id) cursor."""
         scope_ids = _scope(scope)
         after_sequence, after_id = page_arguments(after, limit, exportable) or (None, None)
         rows = await self._fetch(
-            self.queries.list_entries, (*scope_ids, after_sequence, after_id, limit, exportable), read=True
+            self.queries.list_entries, (*scope_ids, after_sequence, after_id, limit, exportable, check_now(now)),
+            read=True,
         )
         return [_record(row)[0] for row in rows]
 
@@ -299,7 +303,8 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         return int(count)
 
     async def list_by_resource(
-        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, exportable: bool = False
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, exportable: bool = False,
+        now: datetime | None = None,
     ) -> list[MemoryRecord]:
         """One ``list_resource_entries_v1`` call: at most ``limit`` (1..200) entries of the resource's threads after
         the (thread_id, sequence, id) cursor, each naming its thread."""
@@ -308,7 +313,8 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         check_int(limit, "limit", LimitExceededError, bits=32)
         check_bool(exportable, "exportable", LimitExceededError)
         rows = await self._fetch(
-            self.queries.list_resource_entries, (tenant_id, resource_id, *(after or (None, None, None)), limit, exportable),
+            self.queries.list_resource_entries,
+            (tenant_id, resource_id, *(after or (None, None, None)), limit, exportable, check_now(now)),
             read=True,
         )
         return [_record((*row[1:], None), row[0])[0] for row in rows]
@@ -320,14 +326,17 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         return int(count)
 
     async def invalidate_resource(
-        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, now: datetime | None = None
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, expired_only: bool = False,
+        now: datetime | None = None,
     ) -> list[tuple[str, str, int, bool, bool]]:
         """One ``invalidate_resource_v1`` call: ``(thread_id, entry_id, sequence, held, picked)`` rows."""
         tenant_id, resource_id, _thread = _scope(scope)
         after = resource_cursor_arguments(after)
         check_int(limit, "limit", LimitExceededError, bits=32)
+        check_bool(expired_only, "expired_only", LimitExceededError)
         rows = await self._fetch(
-            self.queries.invalidate_resource, (tenant_id, resource_id, *(after or (None, None, None)), limit, check_now(now))
+            self.queries.invalidate_resource,
+            (tenant_id, resource_id, *(after or (None, None, None)), limit, expired_only, check_now(now)),
         )
         return [(thread_id, entry_id, int(sequence), held, picked) for thread_id, entry_id, sequence, held, picked in rows]
 
@@ -337,6 +346,19 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         threads, ids = resource_entry_arguments(entries)
         [(deleted,)] = await self._fetch(self.queries.purge_resource, (tenant_id, resource_id, threads, ids))
         return int(deleted)
+
+    async def set_retention_policy(
+        self, scope: Scope, max_age_days: float | None, now: datetime | None = None
+    ) -> float | None:
+        """One ``set_retention_policy_v1`` call (the scope's thread, or its resource without one)."""
+        max_age_days = real_number(max_age_days, "max_age_days", LimitExceededError)
+        [(stored,)] = await self._fetch(self.queries.set_retention_policy, (*_scope(scope), max_age_days, check_now(now)))
+        return stored
+
+    async def get_retention_policy(self, scope: Scope) -> RetentionPolicy:
+        """One ``get_retention_policy_v1`` call."""
+        [(resource_days, thread_days)] = await self._fetch(self.queries.get_retention_policy, _scope(scope), read=True)
+        return RetentionPolicy(resource_days, thread_days)
 
     async def reembed(
         self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]]
@@ -362,9 +384,9 @@ def _ids(ids: object) -> list[str]:
 
 
 def _entry_arrays(records: Sequence[EntryRecord]) -> tuple[list[Any] | None, ...]:
-    """The parallel arrays remember_v1 / remember_batch_v1 take, ready to send in binary: ids, texts,
-    embeddings, metadata, sequences, importance, consent. An optional column that is absent for every
-    record is sent as one NULL array (which the functions read as absent for each entry)."""
+    """The parallel arrays remember_v2 / remember_batch_v2 take, ready to send in binary: ids, texts,
+    embeddings, metadata, sequences, importance, consent, expires_at, ttl. An optional column that is absent
+    for every record is sent as one NULL array (which the functions read as absent for each entry)."""
 
     def optional(values: list[Any]) -> list[Any] | None:
         return None if all(value is None for value in values) else values
@@ -378,6 +400,8 @@ def _entry_arrays(records: Sequence[EntryRecord]) -> tuple[list[Any] | None, ...
         optional([record.sequence for record in records]),
         optional([None if record.importance is None else float(record.importance) for record in records]),
         optional([None if record.consent is None else Jsonb(_consent_json(record.consent)) for record in records]),
+        optional([as_utc(record.expires_at) for record in records]),
+        optional([record.ttl for record in records]),
     )
 
 
@@ -387,7 +411,7 @@ def _as_is(document: str) -> str:
 
 
 def _consent_json(consent: MemoryConsent) -> dict[str, Any]:
-    """A consent as ``remember_v1`` reads it (timestamps in ISO 8601 with their offset)."""
+    """A consent as ``remember_v2`` reads it (timestamps in ISO 8601 with their offset)."""
     return {
         "source": consent.source,
         "scope": consent.scope,

@@ -12,6 +12,8 @@
 \ir functions/assert_time_v1.sql
 \ir functions/assert_resource_cursor_v1.sql
 \ir functions/is_injectable_v1.sql
+\ir functions/is_live_v1.sql
+\ir functions/retention_cutoff_v1.sql
 \ir functions/leaves_thread_v1.sql
 \ir functions/lineage_is_valid_v1.sql
 \ir functions/consent_is_valid_v1.sql
@@ -21,7 +23,9 @@
 \ir functions/update_working_v1.sql
 \ir functions/tombstone_from_sources_v1.sql
 \ir functions/unshare_v1.sql
+\ir functions/remember_v2.sql
 \ir functions/remember_v1.sql
+\ir functions/remember_batch_v2.sql
 \ir functions/remember_batch_v1.sql
 \ir functions/lexical_score_v1.sql
 \ir functions/query_terms_v1.sql
@@ -37,6 +41,10 @@
 \ir functions/set_consent_v1.sql
 \ir functions/correct_v2.sql
 \ir functions/retention_candidates_v1.sql
+\ir functions/retention_candidates_v2.sql
+\ir functions/set_retention_policy_v1.sql
+\ir functions/get_retention_policy_v1.sql
+\ir functions/list_entries_v2.sql
 \ir functions/list_entries_v1.sql
 \ir functions/list_resource_entries_v1.sql
 \ir functions/count_entries_v1.sql

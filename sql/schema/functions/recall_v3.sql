@@ -17,8 +17,10 @@
 --   score      = similarity + 0.25 * lexical
 -- Only injectable entries take part: visible, not revoked, not held, not
 -- tombstoned (an indexed NOT EXISTS), explicitly consented when
--- p_require_consent. An entry of another thread, or of another embedding
--- width than the query, never takes part. Hits (kind 'hit', rank 1..top_k) are
+-- p_require_consent, and not expired at p_now (is_live_v1: its expires_at, and
+-- the retention policies of its resource and thread, retention_cutoff_v1).
+-- An entry of another thread, or of another embedding width than the query,
+-- never takes part unless it may (above). Hits (kind 'hit', rank 1..top_k) are
 -- ordered by score desc, sequence asc, id asc (code-point order), then thread
 -- and resource; each names its thread. Then come the entries within
 -- p_message_range sequences of a hit in the hit's own thread, under the same
@@ -34,8 +36,8 @@
 -- resource; the hit rows carry recency and the importance used. Without
 -- weights, recency is NULL and importance is as stored. With p_explain, rows
 -- of kind 'gate' follow: for each gate (id = scope, hold, consent,
--- invalidation), rank = how many entries it removed, each counted at the
--- first gate it fails in that order. Counted are the thread's entries, the
+-- invalidation, expiry), rank = how many entries it removed, each counted at
+-- the first gate it fails in that order. Counted are the thread's entries, the
 -- entries live grants name and, with p_across_threads, every entry of the
 -- resource's other threads; scope counts those of them that may not take
 -- part (kept in their thread by their consent scope, or of another width).
@@ -43,11 +45,14 @@
 -- Plan: one cached generic plan (planning per call costs more than the scan
 -- of a thread), except under Citus, which routes custom plans only. Plain
 -- index scans and merge joins are off, so a thread is read by a bitmap scan
--- and the tombstones are hashed; hits and adjacent rows are joined back to
--- their entries by tenant and ctid (the row scored, same snapshot; ctids
--- repeat across a distributed table's shards). A plain recall of one thread
--- (no scoring, grants, adjacency, explain or other threads) takes a shorter
--- statement. Errors: PM001 scope, PM005 top_k (1..32), message_range (0..4),
+-- and the tombstones are hashed. A plain recall of one thread (no scoring,
+-- grants, adjacency, explain or other threads) is one statement. Otherwise
+-- each source of entries (the thread, the resource's other threads, the
+-- grants) gives its own best (top_k, or top_k x 4 with scoring) candidates
+-- (recall_candidate_v1), and one statement ranks, blends, adds adjacency and
+-- gate counts. Hits and adjacent rows are joined back to their entries by
+-- tenant and ctid (the row scored, same snapshot; ctids repeat across a
+-- distributed table's shards). Errors: PM001 scope, PM005 top_k (1..32), message_range (0..4),
 -- a NULL explain or across_threads, PM006 a query over 64 KiB, PM008 a blank
 -- query, PM003/PM004 the query embedding, PM015 scoring weights.
 create or replace function {{schema}}.recall_v3(
@@ -77,6 +82,10 @@ declare
   -- Any-term query: terms hold no quote or backslash, so quote_literal is a safe operand.
   v_any_term tsquery := (select string_agg(quote_literal(term), ' | ')::tsquery from unnest(v_terms) as term);
   v_width integer;
+  v_keep integer := case when v_scored then p_top_k * 4 else p_top_k end;  -- candidates per source
+  v_cutoff timestamptz;           -- the oldest created_at still live in the thread
+  v_resource_cutoff timestamptz;  -- ... in the resource's other threads, before their own policies
+  v_candidates {{schema}}.recall_candidate_v1[];
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
   if citus_installed_v1() then
@@ -111,10 +120,11 @@ begin
   perform assert_embedding_v1(p_query_embedding, 'the query embedding');
   v_width := vector_dims(p_query_embedding);
   perform assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, v_width);
+  v_cutoff := retention_cutoff_v1(p_tenant_id, p_resource_id, p_thread_id, p_now);
+  v_resource_cutoff := retention_cutoff_v1(p_tenant_id, p_resource_id, null, p_now);
 
   -- Plain recall of one thread (no scoring, grants, adjacency, explain or
-  -- other threads): the same hits as the general statement below, from a
-  -- plan a third its size.
+  -- other threads): one statement.
   if not v_scored and p_share_parent_thread_id is null and p_message_range = 0 and not p_explain
      and not p_across_threads then
     return query
@@ -132,6 +142,7 @@ begin
                     and e.thread_id = p_thread_id
                     and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold,
                                          e.consent_source, p_require_consent)
+                    and is_live_v1(e.created_at, e.expires_at, v_cutoff, p_now)
                     and not exists (select 1 from {{invalidation}} i
                                     where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
                                       and i.thread_id = p_thread_id and i.entry_id = e.id)
@@ -143,6 +154,83 @@ begin
     return;
   end if;
 
+  -- The thread's own best candidates.
+  v_candidates := array(
+    select row(s.row_id, p_resource_id, p_thread_id, s.id, s.sequence, s.importance, s.created_at,
+               s.similarity, s.lexical)::{{schema}}.recall_candidate_v1
+    from (select e.ctid as row_id, e.id, e.sequence, e.importance, e.created_at,
+                 1::float8 - (e.embedding <=> p_query_embedding) as similarity,
+                 lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
+          from {{entries}} e
+          where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
+            and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
+                                 p_require_consent)
+            and is_live_v1(e.created_at, e.expires_at, v_cutoff, p_now)
+            and not exists (select 1 from {{invalidation}} i
+                            where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                              and i.thread_id = p_thread_id and i.entry_id = e.id)
+          offset 0) as s
+    order by s.similarity + 0.25::float8 * s.lexical desc, s.sequence asc, s.id collate "C" asc
+    limit v_keep);
+
+  if p_across_threads then
+    -- The best of the resource's other threads, among the entries that may leave them.
+    v_candidates := v_candidates || array(
+      select row(s.row_id, p_resource_id, s.thread_id, s.id, s.sequence, s.importance, s.created_at,
+                 s.similarity, s.lexical)::{{schema}}.recall_candidate_v1
+      from (select e.ctid as row_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,
+                   1::float8 - (e.embedding <=> p_query_embedding) as similarity,
+                   lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
+            from {{entries}} e
+            left join {{retention_policy}} tp  -- a policy of the entry's own thread
+              on tp.tenant_id = p_tenant_id and tp.resource_id = p_resource_id and tp.thread_id = e.thread_id
+            where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id <> p_thread_id
+              and leaves_thread_v1(e.consent_scope) and vector_dims(e.embedding) = v_width
+              and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
+                                   p_require_consent)
+              and is_live_v1(e.created_at, e.expires_at,
+                             greatest(v_resource_cutoff, p_now - tp.max_age_days * interval '24 hours'), p_now)
+              and not exists (select 1 from {{invalidation}} i
+                              where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                                and i.thread_id = e.thread_id and i.entry_id = e.id)
+            offset 0) as s
+      order by s.similarity + 0.25::float8 * s.lexical desc, s.sequence asc, s.id collate "C" asc,
+               s.thread_id collate "C" asc
+      limit v_keep);
+  end if;
+
+  if p_share_parent_thread_id is not null then
+    -- The best of the entries live grants name (those the resource's leg holds are left out).
+    v_candidates := v_candidates || array(
+      select row(s.row_id, s.resource_id, s.thread_id, s.id, s.sequence, s.importance, s.created_at,
+                 s.similarity, s.lexical)::{{schema}}.recall_candidate_v1
+      from (select e.ctid as row_id, e.resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,
+                   1::float8 - (e.embedding <=> p_query_embedding) as similarity,
+                   lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
+            from (select g.resource_id, g.parent_thread_id, g.source_ids,
+                         retention_cutoff_v1(p_tenant_id, g.resource_id, g.parent_thread_id, p_now) as cutoff
+                  from {{share_grant}} g
+                  where g.tenant_id = p_tenant_id and g.child_resource_id = p_resource_id
+                    and g.child_thread_id = p_thread_id and g.parent_thread_id = p_share_parent_thread_id
+                    and (g.expires_at is null or g.expires_at > p_now)
+                  offset 0) as g
+            join {{entries}} e
+              on e.tenant_id = p_tenant_id and e.resource_id = g.resource_id
+             and e.thread_id = g.parent_thread_id and e.id = any(g.source_ids)
+            where vector_dims(e.embedding) = v_width
+              and not (p_across_threads and e.resource_id = p_resource_id and leaves_thread_v1(e.consent_scope))
+              and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
+                                   p_require_consent)
+              and is_live_v1(e.created_at, e.expires_at, g.cutoff, p_now)
+              and not exists (select 1 from {{invalidation}} i
+                              where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
+                                and i.thread_id = e.thread_id and i.entry_id = e.id)
+            offset 0) as s
+      order by s.similarity + 0.25::float8 * s.lexical desc, s.sequence asc, s.id collate "C" asc,
+               s.thread_id collate "C" asc, s.resource_id collate "C" asc
+      limit v_keep);
+  end if;
+
   return query
     with grants as (
       select g.resource_id, g.parent_thread_id as thread_id, g.source_ids
@@ -151,58 +239,19 @@ begin
         and g.tenant_id = p_tenant_id and g.child_resource_id = p_resource_id
         and g.child_thread_id = p_thread_id and g.parent_thread_id = p_share_parent_thread_id
         and (g.expires_at is null or g.expires_at > p_now)
-    ), scored as (
-      -- The thread's own entries.
-      (select e.resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at, e.ctid as row_id,
-              1::float8 - (e.embedding <=> p_query_embedding) as similarity,
-              lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
-       from {{entries}} e
-       where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
-         and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
-                              p_require_consent)
-         and not exists (select 1 from {{invalidation}} i
-                         where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-                           and i.thread_id = p_thread_id and i.entry_id = e.id)
-       offset 0)
-      union all
-      -- With p_across_threads: the entries of the resource's other threads that may leave them.
-      (select e.resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at, e.ctid as row_id,
-              1::float8 - (e.embedding <=> p_query_embedding) as similarity,
-              lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
-       from {{entries}} e
-       where p_across_threads
-         and e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id <> p_thread_id
-         and leaves_thread_v1(e.consent_scope) and vector_dims(e.embedding) = v_width
-         and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
-                              p_require_consent)
-         and not exists (select 1 from {{invalidation}} i
-                         where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-                           and i.thread_id = e.thread_id and i.entry_id = e.id)
-       offset 0)
-      union all
-      -- The entries live grants name (those the leg above already holds are left out).
-      (select e.resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at, e.ctid as row_id,
-              1::float8 - (e.embedding <=> p_query_embedding) as similarity,
-              lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
-       from grants g
-       join {{entries}} e
-         on e.tenant_id = p_tenant_id and e.resource_id = g.resource_id
-        and e.thread_id = g.thread_id and e.id = any(g.source_ids)
-       where vector_dims(e.embedding) = v_width
-         and not (p_across_threads and e.resource_id = p_resource_id and leaves_thread_v1(e.consent_scope))
-         and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
-                              p_require_consent)
-         and not exists (select 1 from {{invalidation}} i
-                         where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
-                           and i.thread_id = e.thread_id and i.entry_id = e.id)
-       offset 0)
+    ), policies as (
+      -- The retention cutoffs of the resources read (thread_id '': the resource's own).
+      select p.resource_id, p.thread_id, p_now - p.max_age_days * interval '24 hours' as cutoff
+      from {{retention_policy}} p
+      where p.tenant_id = p_tenant_id
+        and (p.resource_id = p_resource_id or p.resource_id in (select g.resource_id from grants g))
     ), candidates as (
       -- Plain recall keeps top_k; scoring re-ranks the top (top_k x 4).
-      select s.*, s.similarity + 0.25::float8 * s.lexical as base
-      from scored s
-      order by s.similarity + 0.25::float8 * s.lexical desc, s.sequence asc, s.id collate "C" asc,
-               s.thread_id collate "C" asc, s.resource_id collate "C" asc
-      limit case when v_scored then p_top_k * 4 else p_top_k end
+      select c.*, c.similarity + 0.25::float8 * c.lexical as base
+      from unnest(v_candidates) as c
+      order by c.similarity + 0.25::float8 * c.lexical desc, c.sequence asc, c.id collate "C" asc,
+               c.thread_id collate "C" asc, c.resource_id collate "C" asc
+      limit v_keep
     ), blended as (
       select c.resource_id, c.thread_id, c.id, c.sequence, c.row_id, c.similarity, c.lexical,
              case when v_scored and p_half_life_ms is not null
@@ -229,6 +278,8 @@ begin
       join {{entries}} e
         on e.tenant_id = p_tenant_id and e.resource_id = h.resource_id and e.thread_id = h.thread_id
        and e.sequence between h.sequence - p_message_range and h.sequence + p_message_range
+      left join policies rp on rp.resource_id = e.resource_id and rp.thread_id = ''
+      left join policies tp on tp.resource_id = e.resource_id and tp.thread_id = e.thread_id
       where p_message_range > 0
         and not exists (select 1 from hits r
                         where r.resource_id = e.resource_id and r.thread_id = e.thread_id and r.id = e.id)
@@ -239,6 +290,7 @@ begin
                           and e.id = any(g.source_ids)))
         and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
                              p_require_consent)
+        and is_live_v1(e.created_at, e.expires_at, coalesce(greatest(rp.cutoff, tp.cutoff), '-infinity'), p_now)
         and not exists (select 1 from {{invalidation}} i
                         where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
                           and i.thread_id = e.thread_id and i.entry_id = e.id)
@@ -260,8 +312,12 @@ begin
                when exists (select 1 from {{invalidation}} i
                             where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
                               and i.thread_id = e.thread_id and i.entry_id = e.id) then 'invalidation'
+               when not is_live_v1(e.created_at, e.expires_at, coalesce(greatest(rp.cutoff, tp.cutoff), '-infinity'),
+                                   p_now) then 'expiry'
              end as gate
       from {{entries}} e
+      left join policies rp on rp.resource_id = e.resource_id and rp.thread_id = ''
+      left join policies tp on tp.resource_id = e.resource_id and tp.thread_id = e.thread_id
       where p_explain
         and e.tenant_id = p_tenant_id
         and ((e.resource_id = p_resource_id and (e.thread_id = p_thread_id or p_across_threads))
@@ -291,7 +347,7 @@ begin
     select 'gate'::text, coalesce(n.removed, 0)::integer, null::text, null::text, g.gate, null::text,
            null::jsonb, null::bigint, null::float8, null::float8, null::float8, null::float8, null::float8,
            null::timestamptz, null::timestamptz
-    from unnest(array['scope', 'hold', 'consent', 'invalidation']) with ordinality as g(gate, position)
+    from unnest(array['scope', 'hold', 'consent', 'invalidation', 'expiry']) with ordinality as g(gate, position)
     left join (select x.gate, count(*) as removed from gates x where x.gate is not null group by x.gate) n
       on n.gate = g.gate
     where p_explain
