@@ -114,6 +114,8 @@ class SchemaConfig:
             "entries_tsv_idx": index("_tsv_idx"),
             "entries_lineage_idx": index("_lineage_idx"),
             "entries_hnsw_idx": index("_hnsw_idx"),
+            "entries_travel_idx": index("_travel_idx"),
+            "entries_travel_hnsw_idx": index("_travel_hnsw_idx"),
             "rag_source_acl_grantee_idx": index("_rag_source_acl_grantee_idx"),
             "share_grant_child_idx": index("_share_grant_child_idx"),
             "tenant_binding_role_idx": index("_tenant_role_idx"),

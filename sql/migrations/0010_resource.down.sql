@@ -12,6 +12,7 @@ drop function {{schema}}.leaves_thread_v1(text);
 drop function {{schema}}.list_entries_v2(text, text, text, bigint, text, integer, boolean, timestamptz);
 drop function {{schema}}.list_resource_entries_v1(text, text, text, bigint, text, integer, boolean, timestamptz);
 drop function {{schema}}.purge_resource_v1(text, text, text[], text[]);
+drop function {{schema}}.recall_top_v1({{schema}}.recall_probe_v1[], text, text, text[], tsquery, timestamptz, timestamptz, integer);
 drop function {{schema}}.recall_v3(text, text, text, vector, text, integer, integer, boolean, text, boolean, timestamptz,
                                   double precision, double precision, double precision, boolean);
 drop function {{schema}}.remember_batch_v2(text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[],
@@ -26,6 +27,8 @@ drop function {{schema}}.set_retention_policy_v1(text, text, text, double precis
 \ir ../schema/functions/remember_batch_v1.sql
 \ir ../schema/functions/remember_v1.sql
 
+drop index {{schema}}.{{entries_travel_idx}};
+drop type {{schema}}.recall_probe_v1;
 drop type {{schema}}.recall_candidate_v1;
 drop table {{retention_policy}};
 alter table {{entries}} drop column expires_at;

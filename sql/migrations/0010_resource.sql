@@ -43,6 +43,12 @@ create type {{schema}}.recall_candidate_v1 as (
   row_id tid, resource_id text, thread_id text, id text, sequence bigint, importance double precision,
   created_at timestamptz, similarity double precision, lexical double precision);
 
+create type {{schema}}.recall_probe_v1 as (
+  row_id tid, resource_id text, thread_id text, id text, sequence bigint, importance double precision,
+  created_at timestamptz, similarity double precision, text_tsv tsvector, expires_at timestamptz);
+create index {{entries_travel_idx}} on {{entries}} (tenant_id, resource_id, thread_id)
+  where coalesce(consent_scope in ('profile', 'user'), false);
+
 
 \ir ../schema/functions/install_info_v1.sql
 \ir ../schema/functions/assert_resource_cursor_v1.sql
@@ -54,6 +60,7 @@ create type {{schema}}.recall_candidate_v1 as (
 \ir ../schema/functions/list_entries_v2.sql
 \ir ../schema/functions/list_resource_entries_v1.sql
 \ir ../schema/functions/purge_resource_v1.sql
+\ir ../schema/functions/recall_top_v1.sql
 \ir ../schema/functions/recall_v3.sql
 \ir ../schema/functions/remember_batch_v2.sql
 \ir ../schema/functions/remember_v2.sql

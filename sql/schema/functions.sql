@@ -31,6 +31,7 @@
 \ir functions/query_terms_v1.sql
 \ir functions/scoring_weights_v1.sql
 \ir functions/recency_v1.sql
+\ir functions/recall_top_v1.sql
 \ir functions/recall_v3.sql
 \ir functions/recall_v2.sql
 \ir functions/share_with_v1.sql

@@ -23,6 +23,12 @@ create type {{schema}}.recall_candidate_v1 as (
   row_id tid, resource_id text, thread_id text, id text, sequence bigint, importance double precision,
   created_at timestamptz, similarity double precision, lexical double precision);
 
+-- One row recall_v3 read (a probe), before its lexical leg, tombstones and
+-- expiry: recall_top_v1 takes them from there.
+create type {{schema}}.recall_probe_v1 as (
+  row_id tid, resource_id text, thread_id text, id text, sequence bigint, importance double precision,
+  created_at timestamptz, similarity double precision, text_tsv tsvector, expires_at timestamptz);
+
 -- Working memory: one versioned JSON document per tenant/resource, or per
 -- tenant/resource/thread. thread_id = '' is the resource-scoped record.
 create table {{working}} (
@@ -72,6 +78,10 @@ alter table {{entries}} alter column embedding set storage {{embedding_storage}}
 create index {{entries_scope_idx}} on {{entries}} (tenant_id, resource_id, thread_id, sequence);
 create index {{entries_tsv_idx}} on {{entries}} using gin (text_tsv);
 create index {{entries_lineage_idx}} on {{entries}} using gin ((metadata -> '_lineage' -> 'sourceIds'));
+-- Recall across threads: the entries whose consent lets them leave their
+-- thread (leaves_thread_v1), by resource and thread (the travellers).
+create index {{entries_travel_idx}} on {{entries}} (tenant_id, resource_id, thread_id)
+  where coalesce(consent_scope in ('profile', 'user'), false);
 -- tenant, resource and thread are strongly correlated: without these the planner
 -- multiplies their selectivities and expects a few rows per thread.
 create statistics {{entries_scope_stats}} (ndistinct, dependencies)

@@ -82,10 +82,16 @@ declare
   -- Any-term query: terms hold no quote or backslash, so quote_literal is a safe operand.
   v_any_term tsquery := (select string_agg(quote_literal(term), ' | ')::tsquery from unnest(v_terms) as term);
   v_width integer;
-  v_keep integer := case when v_scored then p_top_k * 4 else p_top_k end;  -- candidates per source
+  v_keep integer;                 -- candidates per source: top_k, or top_k x 4 with scoring
   v_cutoff timestamptz;           -- the oldest created_at still live in the thread
   v_resource_cutoff timestamptz;  -- ... in the resource's other threads, before their own policies
   v_candidates {{schema}}.recall_candidate_v1[];
+  v_probe integer;                -- rows read and bounded, whose lexical leg is then scored
+  v_probes {{schema}}.recall_probe_v1[];
+  v_probed bigint;
+  v_floor double precision;       -- the highest score a row left out could have
+  v_exact boolean;                -- the travellers are ranked exactly (else read through HNSW)
+  v_found {{schema}}.recall_candidate_v1[];
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
   if citus_installed_v1() then
@@ -120,83 +126,164 @@ begin
   perform assert_embedding_v1(p_query_embedding, 'the query embedding');
   v_width := vector_dims(p_query_embedding);
   perform assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, v_width);
+  v_keep := case when v_scored then p_top_k * 4 else p_top_k end;
   v_cutoff := retention_cutoff_v1(p_tenant_id, p_resource_id, p_thread_id, p_now);
   v_resource_cutoff := retention_cutoff_v1(p_tenant_id, p_resource_id, null, p_now);
 
+  -- The thread's own best candidates, exactly. A pass over the thread reads
+  -- each row's distance and whether it holds a query term, and keeps the
+  -- v_probe rows whose upper bound is highest (similarity, plus 0.25 when it
+  -- holds a term: lexical <= 1), each as narrow as can be (its ctid). Only
+  -- those are read again, for the lexical leg (a copy of the tsvector per
+  -- row) and the tombstones. They hold the exact top v_keep when fewer rows
+  -- exist, or when the v_keep-th best exact score among them beats the
+  -- highest bound left out (strictly: no tie can be missed); otherwise the
+  -- statement runs again over every row.
+  v_probe := greatest(256, 8 * v_keep);
+  loop
+    select c.candidates, c.probed, c.floor into v_candidates, v_probed, v_floor
+    from (
+      with probed as materialized (
+        select s.row_id, s.similarity, s.similarity + s.bonus as upper
+        from (select e.ctid as row_id, 1::float8 - (e.embedding <=> p_query_embedding) as similarity,
+                     case when e.text_tsv @@ v_any_term then 0.25::float8 else 0::float8 end as bonus
+              from {{entries}} e
+              where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
+                and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
+                                     p_require_consent)
+                and is_live_v1(e.created_at, e.expires_at, v_cutoff, p_now)
+              offset 0) as s  -- each row's distance computed once
+        order by upper desc
+        limit v_probe
+      ), top as (
+        select p.row_id, e.id, e.sequence, e.importance, e.created_at, p.similarity,
+               lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
+        from probed p
+        join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = p.row_id  -- the row read above, in this snapshot
+        where not exists (select 1 from {{invalidation}} i
+                          where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                            and i.thread_id = p_thread_id and i.entry_id = e.id)
+        order by p.similarity + 0.25::float8 * lexical_score_v1(e.text_tsv, v_terms, v_any_term) desc,
+                 e.sequence asc, e.id collate "C" asc
+        limit v_keep
+      )
+      select array(select row(t.row_id, p_resource_id, p_thread_id, t.id, t.sequence, t.importance, t.created_at,
+                              t.similarity, t.lexical)::{{schema}}.recall_candidate_v1
+                   from top t
+                   order by t.similarity + 0.25::float8 * t.lexical desc, t.sequence asc, t.id collate "C" asc)
+               as candidates,
+             (select count(*) from probed) as probed, (select min(p.upper) from probed p) as floor
+    ) as c;
+    exit when v_probe is null or v_probed < v_probe
+              or (v_candidates[v_keep]).similarity + 0.25::float8 * (v_candidates[v_keep]).lexical > v_floor;
+    v_probe := null;  -- every row
+  end loop;
+
   -- Plain recall of one thread (no scoring, grants, adjacency, explain or
-  -- other threads): one statement.
+  -- other threads): the candidates are the hits.
   if not v_scored and p_share_parent_thread_id is null and p_message_range = 0 and not p_explain
      and not p_across_threads then
     return query
-      select 'hit'::text,
-             (row_number() over (order by h.score desc, h.sequence asc, h.id collate "C" asc))::integer,
-             e.resource_id, e.thread_id, e.id, e.text, e.metadata, e.sequence, e.importance,
-             h.similarity, h.lexical, null::float8, h.score, e.created_at, e.updated_at
-      from (select s.row_id, s.id, s.sequence, s.similarity, s.lexical,
-                   s.similarity + 0.25::float8 * s.lexical as score
-            from (select e.ctid as row_id, e.id, e.sequence,
-                         1::float8 - (e.embedding <=> p_query_embedding) as similarity,
-                         lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
-                  from {{entries}} e
-                  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
-                    and e.thread_id = p_thread_id
-                    and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold,
-                                         e.consent_source, p_require_consent)
-                    and is_live_v1(e.created_at, e.expires_at, v_cutoff, p_now)
-                    and not exists (select 1 from {{invalidation}} i
-                                    where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-                                      and i.thread_id = p_thread_id and i.entry_id = e.id)
-                  offset 0) as s  -- each row's distance and lexical score computed once
-            order by score desc, s.sequence asc, s.id collate "C" asc
-            limit p_top_k) as h
-      join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = h.row_id  -- the row scored above, in this snapshot
-      order by 2;
+      select 'hit'::text, c.position::integer, e.resource_id, e.thread_id, e.id, e.text, e.metadata, e.sequence,
+             e.importance, c.similarity, c.lexical, null::float8, c.similarity + 0.25::float8 * c.lexical,
+             e.created_at, e.updated_at
+      from unnest(v_candidates) with ordinality as c(row_id, resource_id, thread_id, id, sequence, importance,
+                                                     created_at, similarity, lexical, position)
+      join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = c.row_id  -- the row scored above, in this snapshot
+      order by c.position;
     return;
   end if;
 
-  -- The thread's own best candidates.
-  v_candidates := array(
-    select row(s.row_id, p_resource_id, p_thread_id, s.id, s.sequence, s.importance, s.created_at,
-               s.similarity, s.lexical)::{{schema}}.recall_candidate_v1
-    from (select e.ctid as row_id, e.id, e.sequence, e.importance, e.created_at,
-                 1::float8 - (e.embedding <=> p_query_embedding) as similarity,
-                 lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
-          from {{entries}} e
-          where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
-            and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
-                                 p_require_consent)
-            and is_live_v1(e.created_at, e.expires_at, v_cutoff, p_now)
-            and not exists (select 1 from {{invalidation}} i
-                            where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-                              and i.thread_id = p_thread_id and i.entry_id = e.id)
-          offset 0) as s
-    order by s.similarity + 0.25::float8 * s.lexical desc, s.sequence asc, s.id collate "C" asc
-    limit v_keep);
-
   if p_across_threads then
-    -- The best of the resource's other threads, among the entries that may leave them.
-    v_candidates := v_candidates || array(
-      select row(s.row_id, p_resource_id, s.thread_id, s.id, s.sequence, s.importance, s.created_at,
-                 s.similarity, s.lexical)::{{schema}}.recall_candidate_v1
-      from (select e.ctid as row_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,
-                   1::float8 - (e.embedding <=> p_query_embedding) as similarity,
-                   lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
+    -- The best of the resource's other threads, among the entries that may
+    -- leave them (the travellers, which have an index of their own). Up to
+    -- 5,000 of them are ranked exactly, as the thread's own are. Over that,
+    -- on an install with the travellers' HNSW index (a pinned width of at
+    -- most 2,000), the nearest are read through it (pgvector's iterative
+    -- scan, planned per call so that the planner sees the resource's size),
+    -- 256, then 786 if need be, until the v_keep-th best exact score beats
+    -- every similarity left out plus 0.25: exact when that holds (and HNSW
+    -- orders exactly), approximate otherwise. If HNSW runs dry with
+    -- fewer than v_keep, every traveller is ranked exactly after all, so a
+    -- recall always returns min(top_k, matches).
+    v_exact := true;
+    if {{dimensions}}::integer <= 2000 then
+      -- Counted from the travellers' index alone (an index-only scan).
+      perform set_config('enable_indexscan', 'on', true), set_config('enable_bitmapscan', 'off', true);
+      select count(*) < 5000 into v_exact
+      from (select 1 from {{entries}} e
+            where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id <> p_thread_id
+              and leaves_thread_v1(e.consent_scope)
+            limit 5000) as x;
+      perform set_config('enable_indexscan', 'off', true), set_config('enable_bitmapscan', 'on', true);
+    end if;
+    v_probe := greatest(256, 8 * v_keep);
+    loop
+      if v_exact then
+        select c.probes, c.probed, c.floor into v_probes, v_probed, v_floor
+        from (
+          with scanned as (
+            select e.ctid as row_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at, e.expires_at,
+                   e.text_tsv, 1::float8 - (e.embedding <=> p_query_embedding) as similarity,
+                   coalesce(e.text_tsv @@ v_any_term, false) as any_term
             from {{entries}} e
-            left join {{retention_policy}} tp  -- a policy of the entry's own thread
-              on tp.tenant_id = p_tenant_id and tp.resource_id = p_resource_id and tp.thread_id = e.thread_id
             where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id <> p_thread_id
               and leaves_thread_v1(e.consent_scope) and vector_dims(e.embedding) = v_width
               and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
                                    p_require_consent)
-              and is_live_v1(e.created_at, e.expires_at,
-                             greatest(v_resource_cutoff, p_now - tp.max_age_days * interval '24 hours'), p_now)
-              and not exists (select 1 from {{invalidation}} i
-                              where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-                                and i.thread_id = e.thread_id and i.entry_id = e.id)
-            offset 0) as s
-      order by s.similarity + 0.25::float8 * s.lexical desc, s.sequence asc, s.id collate "C" asc,
-               s.thread_id collate "C" asc
-      limit v_keep);
+              and is_live_v1(e.created_at, e.expires_at, v_resource_cutoff, p_now)
+            offset 0
+          ), probed as materialized (
+            select s.*, s.similarity + case when s.any_term then 0.25::float8 else 0::float8 end as upper
+            from scanned s
+            order by upper desc
+            limit v_probe
+          )
+          select array(select row(p.row_id, p_resource_id, p.thread_id, p.id, p.sequence, p.importance,
+                                  p.created_at, p.similarity, p.text_tsv, p.expires_at)::{{schema}}.recall_probe_v1
+                       from probed p) as probes,
+                 (select count(*) from probed) as probed, (select min(p.upper) from probed p) as floor
+        ) as c;
+      else
+        perform set_config('enable_indexscan', 'on', true);
+        perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
+        -- A search list a quarter longer than the probe: pgvector's iterative scan
+        -- (when the filters leave fewer rows than asked) costs far more than a
+        -- longer list.
+        perform set_config('hnsw.ef_search', least(1000, v_probe + v_probe / 4 + 16)::text, true);
+        execute 'select coalesce(array_agg(row(p.row_id, $2, p.thread_id, p.id, p.sequence, p.importance,'
+                || ' p.created_at, p.similarity, p.text_tsv, p.expires_at)::{{schema}}.recall_probe_v1), ''{}''),'
+                || ' count(*), min(p.similarity) + 0.25::float8'
+                || ' from (select e.ctid as row_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,'
+                || ' e.expires_at, e.text_tsv, 1::float8 - (e.embedding <=> $4) as similarity'
+                || ' from {{entries}} e'
+                || ' where e.tenant_id = $1 and e.resource_id = $2 and e.thread_id <> $3'
+                || ' and {{schema}}.leaves_thread_v1(e.consent_scope)'
+                || ' and {{schema}}.is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold,'
+                || ' e.consent_source, $5)'
+                || ' and {{schema}}.is_live_v1(e.created_at, e.expires_at, $6, $7)'
+                || ' order by e.embedding <=> $4 limit $8) as p'
+          into v_probes, v_probed, v_floor
+          using p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, p_require_consent, v_resource_cutoff,
+                p_now, v_probe;
+        perform set_config('enable_indexscan', 'off', true);
+      end if;
+      v_found := recall_top_v1(v_probes, p_tenant_id, p_resource_id, v_terms, v_any_term, v_resource_cutoff,
+                               p_now, v_keep);
+      exit when v_probe is null or (v_exact and v_probed < v_probe)
+                or (v_found[v_keep]).similarity + 0.25::float8 * (v_found[v_keep]).lexical > v_floor;
+      if v_exact then
+        v_probe := null;  -- every traveller
+      elsif v_probed < v_probe and cardinality(v_found) < v_keep then
+        v_exact := true;  -- HNSW ran dry: every traveller, exactly
+        v_probe := null;
+      elsif v_probed < v_probe or v_probe >= 786 then
+        exit;  -- approximate: the nearest through HNSW, ranked exactly
+      else
+        v_probe := 786;  -- its search list fills pgvector's longest, 1,000
+      end if;
+    end loop;
+    v_candidates := v_candidates || v_found;
   end if;
 
   if p_share_parent_thread_id is not null then
