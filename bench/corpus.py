@@ -114,29 +114,31 @@ def thread_topic(spec: CorpusSpec, index: int) -> tuple[np.ndarray, list[str]]:
     return centroid / np.linalg.norm(centroid), vocabulary
 
 
+def _around(rng: np.random.Generator, centroid: np.ndarray, vocabulary: list[str], size: int) -> tuple[np.ndarray, list[str]]:
+    """``size`` unit embeddings around ``centroid`` and texts of 10 words of ``vocabulary`` and 6 shared ones."""
+    vectors = centroid + 0.6 * rng.standard_normal((size, len(centroid))).astype(np.float32) / np.sqrt(len(centroid))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    word_ids = rng.integers(0, len(vocabulary), size=(size, 10))
+    filler = rng.integers(0, len(WORDS), size=(size, 6))
+    return vectors, [" ".join([vocabulary[i] for i in word_ids[n]] + [WORDS[i] for i in filler[n]]) for n in range(size)]
+
+
 def thread_entries(spec: CorpusSpec, thread: Thread) -> ThreadEntries:
     """Generate ``thread``'s entries (deterministic in ``spec`` and the thread index)."""
     rng = np.random.default_rng([spec.seed, 2, thread.index])
-    centroid, vocabulary = thread_topic(spec, thread.index)
-    vectors = centroid + 0.6 * rng.standard_normal((thread.size, spec.dimensions)).astype(np.float32) / np.sqrt(
-        spec.dimensions
-    )
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    word_ids = rng.integers(0, len(vocabulary), size=(thread.size, 10))
-    filler = rng.integers(0, len(WORDS), size=(thread.size, 6))
+    vectors, texts = _around(rng, *thread_topic(spec, thread.index), thread.size)
     invalid = rng.random(thread.size) < spec.invalid_share
     revoked_flag = rng.random(thread.size) < 0.5
     records, revoked, tombstoned = [], set(), set()
     for n in range(thread.size):
         entry_id = f"m{n:05d}"
-        text = " ".join([vocabulary[i] for i in word_ids[n]] + [WORDS[i] for i in filler[n]])
         consent = None
         if invalid[n] and revoked_flag[n]:
             consent = MemoryConsent("user", "thread", True, None, REVOKED_AT)
             revoked.add(entry_id)
         elif invalid[n]:
             tombstoned.add(entry_id)
-        records.append(EntryRecord(entry_id, text, vectors[n], {"turn": n}, None, None, consent))
+        records.append(EntryRecord(entry_id, texts[n], vectors[n], {"turn": n}, None, None, consent))
     return ThreadEntries(records, vectors, frozenset(revoked), frozenset(tombstoned))
 
 
@@ -230,27 +232,21 @@ class ResourceEntries:
 
 
 def resource_thread_entries(spec: ResourceSpec, thread: ResourceThread) -> ResourceEntries:
-    """A thread's entries, as :func:`thread_entries` makes them, around its topic."""
+    """A thread's entries, made as :func:`thread_entries` makes them, around its topic."""
     rng = np.random.default_rng([spec.seed, 12, thread.index])
-    centroid, vocabulary = resource_topic(spec, thread.topic)
-    vectors = centroid + 0.6 * rng.standard_normal((thread.size, spec.dimensions)).astype(np.float32) / np.sqrt(
-        spec.dimensions)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    word_ids = rng.integers(0, len(vocabulary), size=(thread.size, 10))
-    filler = rng.integers(0, len(WORDS), size=(thread.size, 6))
+    vectors, texts = _around(rng, *resource_topic(spec, thread.topic), thread.size)
     user = rng.random(thread.size) < spec.user_share
     revoked_flag = rng.random(thread.size) < spec.revoked_share
     records, revoked, travelling = [], set(), set()
     for n in range(thread.size):
         entry_id = f"r{n:05d}"
-        text = " ".join([vocabulary[i] for i in word_ids[n]] + [WORDS[i] for i in filler[n]])
         consent = MemoryConsent("user", "user" if user[n] else "thread", True, None,
                                 REVOKED_AT if revoked_flag[n] else None)
         if revoked_flag[n]:
             revoked.add(entry_id)
         if user[n]:
             travelling.add(entry_id)
-        records.append(EntryRecord(entry_id, text, vectors[n], {"turn": n}, None, None, consent))
+        records.append(EntryRecord(entry_id, texts[n], vectors[n], {"turn": n}, None, None, consent))
     return ResourceEntries(records, vectors, frozenset(revoked), frozenset(travelling))
 
 

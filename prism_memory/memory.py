@@ -542,9 +542,7 @@ class Memory:
         """
         thread = self._thread_scope()
         self._check_identity(identity)
-        check_int_option("limit", limit, 1, EXPORT_LIMITS["limit"][1])
-        check_int_option("max_bytes", max_bytes, 1, EXPORT_LIMITS["max_bytes"][1])
-        check_int_option("max_ms", max_ms, 1, EXPORT_LIMITS["max_ms"][1])
+        _check_export_caps(limit, max_bytes, max_ms)
         after = decode_cursor(cursor)
         await self._writes.settle("export_memory")
         return await lifecycle.export_memory(self._config, thread, after, limit, max_bytes, max_ms)
@@ -623,9 +621,7 @@ class Memory:
         last); a thread's cursor is refused (:class:`InvalidCursorError`).
         """
         self._check_identity(identity, resource_wide=True)
-        check_int_option("limit", limit, 1, EXPORT_LIMITS["limit"][1])
-        check_int_option("max_bytes", max_bytes, 1, EXPORT_LIMITS["max_bytes"][1])
-        check_int_option("max_ms", max_ms, 1, EXPORT_LIMITS["max_ms"][1])
+        _check_export_caps(limit, max_bytes, max_ms)
         after = decode_resource_cursor(cursor)
         await self._writes.settle("export_resource")
         return await lifecycle.export_resource(self._config, after, limit, max_bytes, max_ms)
@@ -695,6 +691,13 @@ class Memory:
             await self.working_store.close()
 
 
+
+
+def _check_export_caps(limit: int, max_bytes: int, max_ms: int) -> None:
+    """An export page's caps (:data:`EXPORT_LIMITS`), else :class:`LimitExceededError`."""
+    check_int_option("limit", limit, 1, EXPORT_LIMITS["limit"][1])
+    check_int_option("max_bytes", max_bytes, 1, EXPORT_LIMITS["max_bytes"][1])
+    check_int_option("max_ms", max_ms, 1, EXPORT_LIMITS["max_ms"][1])
 
 
 def derive_child_scope(parent: Scope, agent_id: str) -> Scope:

@@ -19,8 +19,8 @@
 -- tombstoned (an indexed NOT EXISTS), explicitly consented when
 -- p_require_consent, and not expired at p_now (is_live_v1: its expires_at, and
 -- the retention policies of its resource and thread, retention_cutoff_v1).
--- An entry of another thread, or of another embedding width than the query,
--- never takes part unless it may (above). Hits (kind 'hit', rank 1..top_k) are
+-- An entry of another embedding width than the query never takes part but in
+-- its own thread (an unpinned install). Hits (kind 'hit', rank 1..top_k) are
 -- ordered by score desc, sequence asc, id asc (code-point order), then thread
 -- and resource; each names its thread. Then come the entries within
 -- p_message_range sequences of a hit in the hit's own thread, under the same
@@ -42,17 +42,22 @@
 -- resource's other threads; scope counts those of them that may not take
 -- part (kept in their thread by their consent scope, or of another width).
 --
--- Plan: one cached generic plan (planning per call costs more than the scan
--- of a thread), except under Citus, which routes custom plans only. Plain
--- index scans and merge joins are off, so a thread is read by a bitmap scan
--- and the tombstones are hashed. A plain recall of one thread (no scoring,
--- grants, adjacency, explain or other threads) is one statement. Otherwise
--- each source of entries (the thread, the resource's other threads, the
--- grants) gives its own best (top_k, or top_k x 4 with scoring) candidates
--- (recall_candidate_v1), and one statement ranks, blends, adds adjacency and
--- gate counts. Hits and adjacent rows are joined back to their entries by
--- tenant and ctid (the row scored, same snapshot; ctids repeat across a
--- distributed table's shards). Errors: PM001 scope, PM005 top_k (1..32), message_range (0..4),
+-- Exact or approximate: the thread is ranked exactly, and so are the
+-- resource's other threads while they hold fewer than 5,000 travelling
+-- entries; above that, on an install pinned to at most 2,000 dimensions,
+-- those are read through their HNSW index and re-ranked exactly (below).
+--
+-- Plan: cached generic plans (planning per call costs more than the scan of
+-- a thread), except under Citus, which routes custom plans only, and for the
+-- HNSW read, planned per call. Plain index scans and merge joins are off, so a
+-- thread is read by a bitmap scan. Each source of entries (the thread, the
+-- resource's other threads, the grants) gives its own best candidates (top_k,
+-- or top_k x 4 with scoring: recall_candidate_v1, in score order): a plain
+-- recall of one thread returns the thread's as they are, otherwise one
+-- statement ranks them together, blends, adds adjacency and gate counts. Hits
+-- and adjacent rows are joined back to their entries by tenant and ctid (the
+-- row scored, same snapshot; ctids repeat across a distributed table's
+-- shards). Errors: PM001 scope, PM005 top_k (1..32), message_range (0..4),
 -- a NULL explain or across_threads, PM006 a query over 64 KiB, PM008 a blank
 -- query, PM003/PM004 the query embedding, PM015 scoring weights.
 create or replace function {{schema}}.recall_v3(
@@ -134,8 +139,8 @@ begin
   -- each row's distance and whether it holds a query term, and keeps the
   -- v_probe rows whose upper bound is highest (similarity, plus 0.25 when it
   -- holds a term: lexical <= 1), each as narrow as can be (its ctid). Only
-  -- those are read again, for the lexical leg (a copy of the tsvector per
-  -- row) and the tombstones. They hold the exact top v_keep when fewer rows
+  -- those are read again, for their exact score (the lexical leg copies the
+  -- tsvector) and the tombstones. They hold the exact top v_keep when fewer rows
   -- exist, or when the v_keep-th best exact score among them beats the
   -- highest bound left out (strictly: no tie can be missed); otherwise the
   -- statement runs again over every row.
@@ -144,27 +149,30 @@ begin
     select c.candidates, c.probed, c.floor into v_candidates, v_probed, v_floor
     from (
       with probed as materialized (
-        select s.row_id, s.similarity, s.similarity + s.bonus as upper
-        from (select e.ctid as row_id, 1::float8 - (e.embedding <=> p_query_embedding) as similarity,
-                     case when e.text_tsv @@ v_any_term then 0.25::float8 else 0::float8 end as bonus
-              from {{entries}} e
-              where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
-                and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
-                                     p_require_consent)
-                and is_live_v1(e.created_at, e.expires_at, v_cutoff, p_now)
-              offset 0) as s  -- each row's distance computed once
+        -- One expression per row, so nothing is computed twice and the sort's
+        -- tuples are two columns wide.
+        select e.ctid as row_id,
+               (1::float8 - (e.embedding <=> p_query_embedding))
+               + case when e.text_tsv @@ v_any_term then 0.25::float8 else 0::float8 end as upper
+        from {{entries}} e
+        where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
+          and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
+                               p_require_consent)
+          and is_live_v1(e.created_at, e.expires_at, v_cutoff, p_now)
         order by upper desc
         limit v_probe
       ), top as (
-        select p.row_id, e.id, e.sequence, e.importance, e.created_at, p.similarity,
-               lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
-        from probed p
-        join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = p.row_id  -- the row read above, in this snapshot
-        where not exists (select 1 from {{invalidation}} i
-                          where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-                            and i.thread_id = p_thread_id and i.entry_id = e.id)
-        order by p.similarity + 0.25::float8 * lexical_score_v1(e.text_tsv, v_terms, v_any_term) desc,
-                 e.sequence asc, e.id collate "C" asc
+        select x.row_id, x.id, x.sequence, x.importance, x.created_at, x.similarity, x.lexical
+        from (select p.row_id, e.id, e.sequence, e.importance, e.created_at,
+                     1::float8 - (e.embedding <=> p_query_embedding) as similarity,
+                     lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
+              from probed p
+              join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = p.row_id  -- the row read above, in this snapshot
+              where not exists (select 1 from {{invalidation}} i
+                                where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                                  and i.thread_id = p_thread_id and i.entry_id = e.id)
+              offset 0) as x
+        order by x.similarity + 0.25::float8 * x.lexical desc, x.sequence asc, x.id collate "C" asc
         limit v_keep
       )
       select array(select row(t.row_id, p_resource_id, p_thread_id, t.id, t.sequence, t.importance, t.created_at,
@@ -222,26 +230,24 @@ begin
       if v_exact then
         select c.probes, c.probed, c.floor into v_probes, v_probed, v_floor
         from (
-          with scanned as (
-            select e.ctid as row_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at, e.expires_at,
-                   e.text_tsv, 1::float8 - (e.embedding <=> p_query_embedding) as similarity,
-                   coalesce(e.text_tsv @@ v_any_term, false) as any_term
+          with probed as materialized (  -- as the thread's own: one narrow pass, then the best bounds read again
+            select e.ctid as row_id,
+                   (1::float8 - (e.embedding <=> p_query_embedding))
+                   + case when e.text_tsv @@ v_any_term then 0.25::float8 else 0::float8 end as upper
             from {{entries}} e
             where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id <> p_thread_id
               and leaves_thread_v1(e.consent_scope) and vector_dims(e.embedding) = v_width
               and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
                                    p_require_consent)
               and is_live_v1(e.created_at, e.expires_at, v_resource_cutoff, p_now)
-            offset 0
-          ), probed as materialized (
-            select s.*, s.similarity + case when s.any_term then 0.25::float8 else 0::float8 end as upper
-            from scanned s
             order by upper desc
             limit v_probe
           )
-          select array(select row(p.row_id, p_resource_id, p.thread_id, p.id, p.sequence, p.importance,
-                                  p.created_at, p.similarity, p.text_tsv, p.expires_at)::{{schema}}.recall_probe_v1
-                       from probed p) as probes,
+          select array(select row(e.ctid, p_resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,
+                                  1::float8 - (e.embedding <=> p_query_embedding), e.text_tsv,
+                                  e.expires_at)::{{schema}}.recall_probe_v1
+                       from probed p
+                       join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = p.row_id) as probes,
                  (select count(*) from probed) as probed, (select min(p.upper) from probed p) as floor
         ) as c;
       else
