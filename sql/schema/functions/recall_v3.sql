@@ -97,6 +97,7 @@ declare
   v_floor double precision;       -- the highest score a row left out could have
   v_exact boolean;                -- the travellers are ranked exactly (else read through HNSW)
   v_found {{schema}}.recall_candidate_v1[];
+  v_bar double precision;         -- the thread's own v_keep-th best score: what another must beat
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
   if citus_installed_v1() then
@@ -203,17 +204,18 @@ begin
   end if;
 
   if p_across_threads then
-    -- The best of the resource's other threads, among the entries that may
-    -- leave them (the travellers, which have an index of their own). Up to
-    -- 5,000 of them are ranked exactly, as the thread's own are. Over that,
-    -- on an install with the travellers' HNSW index (a pinned width of at
-    -- most 2,000), the nearest are read through it (pgvector's iterative
-    -- scan, planned per call so that the planner sees the resource's size),
-    -- 256, then 786 if need be, until the v_keep-th best exact score beats
-    -- every similarity left out plus 0.25: exact when that holds (and HNSW
-    -- orders exactly), approximate otherwise. If HNSW runs dry with
-    -- fewer than v_keep, every traveller is ranked exactly after all, so a
-    -- recall always returns min(top_k, matches).
+    -- The best of the resource's other threads, among the entries that may leave
+    -- them (the travellers, which have an index of their own). Up to 5,000 of them
+    -- are ranked exactly, as the thread's own are. Over that, on an install with
+    -- the travellers' HNSW index (a pinned width of at most 2,000), the nearest
+    -- are read through it (pgvector's iterative scan, planned per call so that the
+    -- planner sees the resource's size), 256, then 786 if need be, until the
+    -- v_keep-th best exact score (theirs, or the thread's own, v_bar) beats every
+    -- similarity left out plus 0.25: exact when that holds (and HNSW orders
+    -- exactly), approximate otherwise. If HNSW runs dry with fewer than v_keep,
+    -- every traveller is ranked exactly after all, so a recall always returns
+    -- min(top_k, matches).
+    v_bar := (v_candidates[v_keep]).similarity + 0.25::float8 * (v_candidates[v_keep]).lexical;
     v_exact := true;
     if {{dimensions}}::integer <= 2000 then
       -- Counted from the travellers' index alone (an index-only scan).
@@ -276,8 +278,10 @@ begin
       end if;
       v_found := recall_top_v1(v_probes, p_tenant_id, p_resource_id, v_terms, v_any_term, v_resource_cutoff,
                                p_now, v_keep);
+      -- Left-out travellers cannot reach the hits either when they cannot beat
+      -- the thread's own v_keep-th best (v_bar).
       exit when v_probe is null or (v_exact and v_probed < v_probe)
-                or (v_found[v_keep]).similarity + 0.25::float8 * (v_found[v_keep]).lexical > v_floor;
+                or greatest((v_found[v_keep]).similarity + 0.25::float8 * (v_found[v_keep]).lexical, v_bar) > v_floor;
       if v_exact then
         v_probe := null;  -- every traveller
       elsif v_probed < v_probe and cardinality(v_found) < v_keep then
