@@ -169,9 +169,10 @@ begin
                      lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
               from probed p
               join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = p.row_id  -- the row read above, in this snapshot
-              where not exists (select 1 from {{invalidation}} i
-                                where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-                                  and i.thread_id = p_thread_id and i.entry_id = e.id)
+              -- The thread's tombstones, hashed once (a hashed subplan; the key is never NULL).
+              where e.id not in (select i.entry_id from {{invalidation}} i
+                                 where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                                   and i.thread_id = p_thread_id)
               offset 0) as x
         order by x.similarity + 0.25::float8 * x.lexical desc, x.sequence asc, x.id collate "C" asc
         limit v_keep
