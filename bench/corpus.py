@@ -114,29 +114,31 @@ def thread_topic(spec: CorpusSpec, index: int) -> tuple[np.ndarray, list[str]]:
     return centroid / np.linalg.norm(centroid), vocabulary
 
 
+def _around(rng: np.random.Generator, centroid: np.ndarray, vocabulary: list[str], size: int) -> tuple[np.ndarray, list[str]]:
+    """``size`` unit embeddings around ``centroid`` and texts of 10 words of ``vocabulary`` and 6 shared ones."""
+    vectors = centroid + 0.6 * rng.standard_normal((size, len(centroid))).astype(np.float32) / np.sqrt(len(centroid))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    word_ids = rng.integers(0, len(vocabulary), size=(size, 10))
+    filler = rng.integers(0, len(WORDS), size=(size, 6))
+    return vectors, [" ".join([vocabulary[i] for i in word_ids[n]] + [WORDS[i] for i in filler[n]]) for n in range(size)]
+
+
 def thread_entries(spec: CorpusSpec, thread: Thread) -> ThreadEntries:
     """Generate ``thread``'s entries (deterministic in ``spec`` and the thread index)."""
     rng = np.random.default_rng([spec.seed, 2, thread.index])
-    centroid, vocabulary = thread_topic(spec, thread.index)
-    vectors = centroid + 0.6 * rng.standard_normal((thread.size, spec.dimensions)).astype(np.float32) / np.sqrt(
-        spec.dimensions
-    )
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    word_ids = rng.integers(0, len(vocabulary), size=(thread.size, 10))
-    filler = rng.integers(0, len(WORDS), size=(thread.size, 6))
+    vectors, texts = _around(rng, *thread_topic(spec, thread.index), thread.size)
     invalid = rng.random(thread.size) < spec.invalid_share
     revoked_flag = rng.random(thread.size) < 0.5
     records, revoked, tombstoned = [], set(), set()
     for n in range(thread.size):
         entry_id = f"m{n:05d}"
-        text = " ".join([vocabulary[i] for i in word_ids[n]] + [WORDS[i] for i in filler[n]])
         consent = None
         if invalid[n] and revoked_flag[n]:
             consent = MemoryConsent("user", "thread", True, None, REVOKED_AT)
             revoked.add(entry_id)
         elif invalid[n]:
             tombstoned.add(entry_id)
-        records.append(EntryRecord(entry_id, text, vectors[n], {"turn": n}, None, None, consent))
+        records.append(EntryRecord(entry_id, texts[n], vectors[n], {"turn": n}, None, None, consent))
     return ThreadEntries(records, vectors, frozenset(revoked), frozenset(tombstoned))
 
 
@@ -173,6 +175,101 @@ def tenant_batches(spec: CorpusSpec, batch_entries: int = 1000) -> Iterator[list
             size += thread.size
         if batch:
             yield batch
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    """A big resource (issue 16): ``entries`` in ``threads`` threads of one tenant and resource. Thread ``k`` talks
+    about topic ``k mod topics`` (so a topic recurs in many threads); ``user_share`` of the entries have consent
+    scope "user" (they may leave their thread), the rest "thread"; ``revoked_share`` are written revoked."""
+
+    tenant_id: str = "tenant-big"
+    resource_id: str = "user-big"
+    entries: int = 100_000
+    threads: int = 500
+    topics: int = 25
+    user_share: float = 0.5
+    revoked_share: float = 0.05
+    dimensions: int = 384
+    seed: int = 7
+
+
+@dataclass(frozen=True)
+class ResourceThread:
+    """One thread of a :class:`ResourceSpec`: its index, scope, size and topic."""
+
+    index: int
+    scope: Scope
+    size: int
+    topic: int
+
+
+def resource_threads(spec: ResourceSpec) -> list[ResourceThread]:
+    """Every thread of the resource, sizes as even as ``entries`` allows."""
+    base, extra = divmod(spec.entries, spec.threads)
+    return [ResourceThread(k, Scope(spec.tenant_id, spec.resource_id, f"{spec.resource_id}-thread-{k:04d}"),
+                           base + (1 if k < extra else 0), k % spec.topics)
+            for k in range(spec.threads)]
+
+
+def resource_topic(spec: ResourceSpec, topic: int) -> tuple[np.ndarray, list[str]]:
+    """A topic of the resource: a unit centroid and its 12-word vocabulary (shared by its threads)."""
+    rng = np.random.default_rng([spec.seed, 11, topic])
+    centroid = rng.standard_normal(spec.dimensions).astype(np.float32)
+    vocabulary = [WORDS[i] for i in rng.choice(len(WORDS), size=12, replace=False)]
+    return centroid / np.linalg.norm(centroid), vocabulary
+
+
+@dataclass(frozen=True)
+class ResourceEntries:
+    """A resource thread's entries in write order, their unit embeddings, the ids written revoked, and the ids
+    whose consent scope is "user" (the ones that may leave the thread)."""
+
+    records: list[EntryRecord]
+    embeddings: np.ndarray
+    revoked: frozenset[str]
+    travelling: frozenset[str]
+
+
+def resource_thread_entries(spec: ResourceSpec, thread: ResourceThread) -> ResourceEntries:
+    """A thread's entries, made as :func:`thread_entries` makes them, around its topic."""
+    rng = np.random.default_rng([spec.seed, 12, thread.index])
+    vectors, texts = _around(rng, *resource_topic(spec, thread.topic), thread.size)
+    user = rng.random(thread.size) < spec.user_share
+    revoked_flag = rng.random(thread.size) < spec.revoked_share
+    records, revoked, travelling = [], set(), set()
+    for n in range(thread.size):
+        entry_id = f"r{n:05d}"
+        consent = MemoryConsent("user", "user" if user[n] else "thread", True, None,
+                                REVOKED_AT if revoked_flag[n] else None)
+        if revoked_flag[n]:
+            revoked.add(entry_id)
+        if user[n]:
+            travelling.add(entry_id)
+        records.append(EntryRecord(entry_id, texts[n], vectors[n], {"turn": n}, None, None, consent))
+    return ResourceEntries(records, vectors, frozenset(revoked), frozenset(travelling))
+
+
+def resource_query(spec: ResourceSpec, thread: ResourceThread, rng: np.random.Generator) -> tuple[np.ndarray, str]:
+    """A query asked in ``thread``: near its topic, three words of the topic's vocabulary."""
+    centroid, vocabulary = resource_topic(spec, thread.topic)
+    vector = centroid + 0.8 * rng.standard_normal(spec.dimensions).astype(np.float32) / np.sqrt(spec.dimensions)
+    text = " ".join(vocabulary[i] for i in rng.choice(len(vocabulary), size=3, replace=False))
+    return (vector / np.linalg.norm(vector)).astype(np.float32), text
+
+
+def resource_batches(spec: ResourceSpec, batch_entries: int = 1000) -> Iterator[list[tuple[ResourceThread, ResourceEntries]]]:
+    """The resource as ingest batches of about ``batch_entries`` entries (whole threads)."""
+    batch: list[tuple[ResourceThread, ResourceEntries]] = []
+    size = 0
+    for thread in resource_threads(spec):
+        if size + thread.size > batch_entries and batch:
+            yield batch
+            batch, size = [], 0
+        batch.append((thread, resource_thread_entries(spec, thread)))
+        size += thread.size
+    if batch:
+        yield batch
 
 
 def main() -> None:

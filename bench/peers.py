@@ -25,7 +25,9 @@ to a queryable store: the loads plus any index the peer builds afterwards.
 Then all tables are vacuumed and analyzed (as autovacuum would), untimed.
 Each peer's answers are also scored against the exact cosine top 10 of what
 it stored (``recall_at_10_*``), since an HNSW index under a scope filter can
-return fewer or other rows.
+return fewer or other rows. Then ``--large-queries`` more, interleaved the same
+way, all on the corpus's largest thread (5,000 entries):
+``speedup_large_thread_vs_*`` and ``large_thread_p50_ms``.
 
     pip install -e '.[bench]'
     .venv/bin/python bench/peers.py [--entries 100000] [--queries 500]
@@ -248,10 +250,21 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
                 expected += len(truth)
                 for name in ("langchain", "mem0"):
                     found[name] += len(set(answers[name]) & set(truth))
+        largest = max(all_threads, key=lambda thread: thread.size)
+        large: dict[str, list[float]] = {store.name: [] for store in stores}
+        log(f"timing {args.large_queries} top-{TOP_K} queries on the largest thread ({largest.size:,} entries), interleaved")
+        for n in range(args.warmup + args.large_queries):
+            vector, text = thread_query(spec, largest, rng)
+            for store in stores[n % 3:] + stores[: n % 3]:
+                started = time.perf_counter()
+                await store.query(largest, vector, text)
+                if n >= args.warmup:
+                    large[store.name].append((time.perf_counter() - started) * 1000)
     finally:
         for store in stores:
             await store.close()
 
+    large_p50 = {name: float(np.percentile(values, 50)) for name, values in large.items()}
     p50 = {name: float(np.percentile(values, 50)) for name, values in latencies.items()}
     p99 = {name: float(np.percentile(values, 99)) for name, values in latencies.items()}
     to_query = {name: ingest[name] + finish[name] for name in ingest}
@@ -261,6 +274,10 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
     return {
         "speedup_recall_vs_langchain": round(p50["langchain"] / p50["prism"], 2),
         "speedup_recall_vs_mem0": round(p50["mem0"] / p50["prism"], 2),
+        "speedup_large_thread_vs_langchain": round(large_p50["langchain"] / large_p50["prism"], 2),
+        "speedup_large_thread_vs_mem0": round(large_p50["mem0"] / large_p50["prism"], 2),
+        "large_thread_p50_ms": {name: round(value, 3) for name, value in large_p50.items()},
+        "large_thread_entries": largest.size,
         "speedup_ingest_vs_langchain": round(to_query["langchain"] / to_query["prism"], 2),
         "speedup_ingest_vs_mem0": round(to_query["mem0"] / to_query["prism"], 2),
         "speedup_recall_p99_vs_langchain": round(p99["langchain"] / p99["prism"], 2),
@@ -282,6 +299,7 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--large-queries", type=int, default=200, help="queries on the largest thread (default 200)")
     parser.add_argument("--seed", type=int, default=CorpusSpec.seed)
     args = parser.parse_args()
     with local_postgres(args.dsn) as dsn, scratch_schema(dsn, "bench_peers") as schema:

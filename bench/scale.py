@@ -10,7 +10,12 @@ spent writing. Then half of the invalid entries are tombstoned (the other half
 were written with revoked consent), the tables are vacuumed and analyzed, and
 ``--queries`` scoped top-10 recalls run against threads drawn uniformly at
 random, timed from the client (``scoped_recall_p50_ms``/``_p99_ms``), then
-200 more on the largest thread (``largest_thread_recall_*``). Each answer is
+200 more on the largest thread (``largest_thread_recall_*``). Unless
+``--no-scopes``, ``bench/scopes.py`` then loads threads and resources of
+1,000 to 100,000 entries beside the corpus and times thread recall and
+``across_threads`` recall on them (``scope_table``; ``resource_recall_*`` and
+``resource_ingest_entries_per_s`` for the largest, by default the
+100,000-entry resource in 500 threads, half of it consent scope "user"). Each answer is
 compared with a brute-force numpy ranking of the thread's valid entries
 (similarity + 0.25 x lexical), so ``exact`` says whether every answer was the
 true top 10.
@@ -46,6 +51,7 @@ from prism_memory.lexical import lexical_terms
 from prism_memory.scoring import LEXICAL_WEIGHT
 from psycopg import sql
 
+import scopes
 from _common import auto_explain_notices, emit, local_postgres, log, remember_concurrently, scratch_schema
 from corpus import CorpusSpec, Thread, thread_entries, thread_query, threads
 from corpus import tenant_batches as corpus_batches
@@ -243,6 +249,10 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         started = time.perf_counter()
         count = await tombstone(stores, by_index, tombstoned)
         log(f"tombstoned {count:,} entries in {time.perf_counter() - started:.1f} s")
+        scope_ingest = {}
+        if args.scopes:
+            log(f"loading threads and resources of {', '.join(f'{size:,}' for size in args.scope_sizes)} entries")
+            scope_ingest = await scopes.load(stores, spec, args.scope_sizes, args.concurrency, args.batch)
         with psycopg.connect(dsn, autocommit=True) as conn:
             for table in (TABLE, f"{TABLE}_invalidation"):
                 conn.execute(sql.SQL("vacuum (analyze) {}.{}").format(sql.Identifier(schema), sql.Identifier(table)))
@@ -261,6 +271,10 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
             stores, spec, make_queries(spec, [largest] * (10 + LARGEST_QUERIES), args.seed + 1), 10, cache)
         exact = exact and largest_exact
         plan = explain_largest(dsn, schema, largest, *make_queries(spec, [largest], args.seed)[0][1:])
+        scope_figures = {}
+        if args.scopes:
+            log("timing recall against scope size")
+            scope_figures = await scopes.measure(stores, spec, args.scope_sizes, args.scope_queries, args.resource_queries)
     finally:
         await stores.close()
 
@@ -295,6 +309,8 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         "queries": len(latencies),
         "top_k": TOP_K,
         "dimensions": spec.dimensions,
+        **scope_ingest,
+        **scope_figures,
     }
 
 
@@ -308,6 +324,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=CorpusSpec.seed)
+    parser.add_argument("--no-scopes", dest="scopes", action="store_false",
+                        help="skip the threads and resources of 1,000 to 100,000 entries (bench/scopes.py)")
+    parser.add_argument("--scope-sizes", type=lambda text: tuple(int(size) for size in text.split(",")),
+                        default=scopes.SIZES, help="entries of the scopes timed by size (default 1000,5000,20000,100000)")
+    parser.add_argument("--scope-queries", type=int, default=50, help="timed recalls per scope size (default 50)")
+    parser.add_argument("--resource-queries", type=int, default=300,
+                        help="timed recalls on the 100,000-entry resource (default 300)")
     args = parser.parse_args()
     with local_postgres(args.dsn) as dsn, scratch_schema(dsn, "bench_scale") as schema:
         result = asyncio.run(run(args, dsn, schema))

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import numpy as np
@@ -60,7 +60,7 @@ from .types import (
 
 #: UTF-8 bytes of a tenant, resource, thread, RAG scope, principal or group id (``assert_scope_v1``).
 MAX_SCOPE_ID_BYTES = 256
-#: UTF-8 bytes of an entry, chunk, source or lineage source id (``remember_v1``, ``rag_upsert_v1``).
+#: UTF-8 bytes of an entry, chunk, source or lineage source id (``remember_v2``, ``rag_upsert_v1``).
 MAX_ENTRY_ID_BYTES = 512
 #: The segment a delegated agent's scope adds to its parent's ids: ``"<resource>/agent:<agent id>"``.
 #: Reserved: only :meth:`prism_memory.memory.Memory.child` makes ids that hold it.
@@ -267,7 +267,7 @@ def embedding_labels(ids: Sequence[str]) -> list[str]:
     return [f"{entry_label(position, entry_id)}: embedding" for position, entry_id in enumerate(ids, start=1)]
 
 
-_ENTRY_KEYS = {"id", "text", "metadata", "sequence", "importance", "consent", "lineage", "reflection"}
+_ENTRY_KEYS = {"id", "text", "metadata", "sequence", "importance", "consent", "lineage", "reflection", "expires_at", "ttl"}
 
 
 def to_entry(entry: MemoryEntry | Mapping[str, Any], position: int) -> MemoryEntry:
@@ -351,7 +351,7 @@ def check_lineage(stored: object, where: str) -> None:
 def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, Any]:
     """Check one entry and return its metadata as stored: a ``dict`` read back from its JSON (``{}`` when unset).
 
-    The checks of ``remember_v1`` (PM002, PM006) plus Python's types and
+    The checks of ``remember_v2`` (PM002, PM006) plus Python's types and
     encodings, made before the entry is embedded. A ``lineage`` is stored as
     ``metadata["_lineage"]`` (giving both raises). Raises
     :class:`InvalidEntryError` for a bad id (:func:`check_id`, 512 bytes),
@@ -392,7 +392,19 @@ def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, 
         if not finite or not isinstance(entry.importance, (int, float)):
             raise InvalidEntryError(f"{where}: importance must be a finite number, got {entry.importance!r}")
     check_consent(entry.consent, where)
+    check_expiry(entry.expires_at, entry.ttl, where)
     return stored
+
+
+def check_expiry(expires_at: object, ttl: object, where: str) -> None:
+    """An entry's expiry as it can be sent: ``expires_at`` ``None`` or timezone-aware (:func:`check_aware`),
+    ``ttl`` ``None`` or a ``timedelta``, not both; else :class:`InvalidEntryError` (``remember_v2``: PM002).
+    Their ranges (after now; more than 0 and at most 36,500 days) are ``remember_v2``'s (PM005)."""
+    check_aware(expires_at, f"{where}: expires_at")
+    if ttl is not None and not isinstance(ttl, timedelta):
+        raise InvalidEntryError(f"{where}: ttl must be a timedelta, got {type(ttl).__name__}")
+    if expires_at is not None and ttl is not None:
+        raise InvalidEntryError(f"{where}: give expires_at or ttl, not both")
 
 
 # --- Store calls: shapes SQL cannot see ---------------------------------------
@@ -409,7 +421,7 @@ def record_arguments(records: object) -> list[tuple[str, np.ndarray]]:
     ``str`` source and scope, ``bool`` visibility and aware datetimes; and
     :class:`InvalidEmbeddingError` for an embedding that cannot be sent
     (:func:`prism_memory.embedding.embedding_values`). The rules are
-    ``remember_v1``'s (mirrored by :func:`prism_memory.emulator.rules.check_records`).
+    ``remember_v2``'s (mirrored by :func:`prism_memory.emulator.rules.check_records`).
     """
     if isinstance(records, (str, bytes)) or not isinstance(records, Sequence):
         raise InvalidEntryError("records must be a list of EntryRecord")
@@ -439,6 +451,7 @@ def record_arguments(records: object) -> list[tuple[str, np.ndarray]]:
             check_bool(consent.visible, f"{where}: consent visible", InvalidEntryError)
             check_aware(consent.granted_at, f"{where}: consent granted_at")
             check_aware(consent.revoked_at, f"{where}: consent revoked_at")
+        check_expiry(record.expires_at, record.ttl, where)
         arguments.append((metadata, embedding_values(record.embedding, f"{where}: embedding")))
     return arguments
 
@@ -493,10 +506,38 @@ def page_arguments(after: object, limit: object, exportable: object) -> tuple[in
     return after
 
 
+def resource_cursor_arguments(after: object) -> tuple[str, int, str] | None:
+    """A resource-wide cursor as it can be sent: ``None`` or a (thread_id ``str``, sequence ``int``, id ``str``)
+    triple, else :class:`InvalidCursorError`; returned as a tuple. ``assert_resource_cursor_v1`` checks the
+    values (PM005: non-blank thread and id)."""
+    if after is None:
+        return None
+    if not isinstance(after, (tuple, list)) or len(after) != 3:
+        raise InvalidCursorError(f"after must be a (thread_id, sequence, id) triple, got {after!r}")
+    check_text(after[0], "the cursor's thread_id", InvalidCursorError)
+    check_int(after[1], "the cursor's sequence", InvalidCursorError)
+    check_text(after[2], "the cursor's id", InvalidCursorError)
+    return after[0], after[1], after[2]
+
+
+def resource_entry_arguments(entries: object) -> tuple[list[str], list[str]]:
+    """A ``purge_resource`` call's ``(thread_id, entry_id)`` pairs as two lists of ``str`` that ``text`` holds,
+    else :class:`InvalidEntryError` (the count, 1..64, is ``purge_resource_v1``'s rule)."""
+    if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
+        raise InvalidEntryError("entries must be a list of (thread_id, entry_id) pairs")
+    threads, ids = [], []
+    for pair in entries:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise InvalidEntryError(f"entries must be (thread_id, entry_id) pairs, got {pair!r}")
+        threads.append(check_text(pair[0], "thread_id", InvalidScopeError))
+        ids.append(check_text(pair[1], "entry id", InvalidEntryError))
+    return threads, ids
+
+
 def retention_arguments(max_age_days: object, max_entries: object, batch_size: object) -> float | None:
     """A ``retention_candidates`` call: ``max_age_days`` ``None`` or a real number (returned as a ``float``),
     ``max_entries`` ``None`` or an ``int`` and ``batch_size`` an ``int``, else :class:`LimitExceededError`
-    (the ranges are ``retention_candidates_v1``'s)."""
+    (the ranges are ``retention_candidates_v2``'s)."""
     if max_entries is not None:
         check_int(max_entries, "max_entries", LimitExceededError)
     check_int(batch_size, "batch_size", LimitExceededError, bits=32)
@@ -510,7 +551,7 @@ MAX_MODEL_ID_BYTES = 256
 def check_model(model: object, widths: Sequence[int] = ()) -> EmbeddingModel | None:
     """A store call's ``model`` (the embedding-model guard): ``None``, or an :class:`EmbeddingModel` whose
     ``model_id`` passes the id rule (:func:`check_id`, 256 bytes) and whose ``dimensions`` is an ``int`` in
-    1..16000, else :class:`ConfigurationError` (``use_embedding_model_v1`` and ``recall_guarded_v1``
+    1..16000, else :class:`ConfigurationError` (``use_embedding_model_v1`` and ``recall_v3``
     raise PM017 alike); :class:`DimensionMismatchError` when one of ``widths`` (the call's embeddings) is not
     ``model.dimensions``. Both stores check it before anything is sent."""
     if model is None:
@@ -530,7 +571,7 @@ def check_batch_writes(writes: Sequence[tuple[Scope, Sequence[EntryRecord]]]) ->
     """The shape of a ``remember_batch``: every scope a thread (:func:`check_scope`) of one tenant, and no thread twice.
 
     Raises :class:`InvalidScopeError` before anything is written. Both stores
-    check it in Python: ``remember_batch_v1`` takes one tenant and the rows of
+    check it in Python: ``remember_batch_v2`` takes one tenant and the rows of
     every thread as flat arrays, so it never sees a scope without rows nor
     tells two writes of one thread apart (one tenant per call is the Citus
     rule of docs/scaling.md).

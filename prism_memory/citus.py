@@ -32,6 +32,7 @@ DISTRIBUTED_TABLES: tuple[str, ...] = (
     "working",
     "invalidation",
     "share_grant",
+    "retention_policy",
     "rag_chunk",
     "rag_source_acl",
     "rag_source_version",

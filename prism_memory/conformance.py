@@ -278,6 +278,42 @@ async def check_recency(check: _Check) -> None:
     _expect(hits[0].recency == 1.0 and 0 < hits[1].recency < 0.001, "recency must halve every half-life")
 
 
+async def check_across_threads(check: _Check) -> None:
+    here = await check.memory(thread_id="here")
+    there = await check.memory(thread_id="there")
+    await here.remember([{"id": "h", "text": "travel plan here"}], wait=True)
+    await there.remember([{"id": "u", "text": "travel plan for the user", "consent": MemoryConsent(scope="user")},
+                          {"id": "t", "text": "travel plan of that thread", "consent": MemoryConsent(scope="thread")},
+                          {"id": "l", "text": "travel plan without consent"}], wait=True)
+    other = await check.memory(resource_id="user-2", thread_id="there")
+    await other.remember([{"id": "o", "text": "travel plan of another user", "consent": MemoryConsent(scope="user")}],
+                         wait=True)
+    _expect([hit.id for hit in (await here.recall("travel plan", top_k=8)).hits] == ["h"],
+            "without across_threads a recall must stay in its thread")
+    got = sorted((hit.thread_id, hit.id) for hit in (await here.recall("travel plan", top_k=8, across_threads=True)).hits)
+    _expect(got == [("here", "h"), ("there", "u")],
+            f"across threads: only entries whose consent scope lets them travel, of this resource only, got {got}")
+    await there.set_consent("u", scope="thread")
+    got = [hit.id for hit in (await here.recall("travel plan", top_k=8, across_threads=True)).hits]
+    _expect(got == ["h"], f"a consent scope change must apply at the next recall, got {got}")
+
+
+async def check_expiry(check: _Check) -> None:
+    now = [datetime(2026, 1, 1, tzinfo=timezone.utc)]
+    memory = await check.memory(clock=lambda: now[0])
+    await memory.remember([{"id": "brief", "text": "parking code", "ttl": timedelta(hours=1)},
+                           {"id": "old", "text": "parking spot"}], wait=True)
+    now[0] += timedelta(days=10)
+    await memory.remember([{"id": "new", "text": "parking garage"}], wait=True)
+    got = sorted(hit.id for hit in (await memory.recall("parking", top_k=8)).hits)
+    _expect(got == ["new", "old"], f"an entry past its ttl must not be recalled before any sweep, got {got}")
+    await memory.set_retention_policy(5)
+    got = [hit.id for hit in (await memory.recall("parking", top_k=8)).hits]
+    _expect(got == ["new"], f"a stored retention policy must apply at the next recall, got {got}")
+    swept = await memory.apply_retention()
+    _expect(swept.deleted == 2, f"the sweep must delete what has expired, got {swept}")
+
+
 CHECKS: dict[str, Callable[[_Check], Awaitable[None]]] = {
     "remember_and_recall": check_remember_and_recall,
     "scope_isolation": check_scope_isolation,
@@ -292,6 +328,8 @@ CHECKS: dict[str, Callable[[_Check], Awaitable[None]]] = {
     "grant_expiry": check_grant_expiry,
     "legal_hold": check_legal_hold,
     "recency": check_recency,
+    "across_threads": check_across_threads,
+    "expiry": check_expiry,
 }
 
 

@@ -76,6 +76,7 @@ class MemoryContextProvider:
         require_consent: bool | None,
         scoring: RecallScoringOptions | None,
         token_counter: Callable[[str], int] | None,
+        across_threads: bool = False,
     ) -> None:
         self.memory = memory
         self.working = working
@@ -86,6 +87,9 @@ class MemoryContextProvider:
         )
         self.require_consent = require_consent
         self.scoring = scoring
+        if not isinstance(across_threads, bool):
+            raise ConfigurationError(f"across_threads must be a bool, got {across_threads!r}")
+        self.across_threads = across_threads
         if token_counter is not None and not callable(token_counter):
             raise ConfigurationError("token_counter must be callable: str -> int")
         self.count = token_counter or count_tokens
@@ -113,7 +117,8 @@ class MemoryContextProvider:
                     blocks.append(ContextBlock("working", text, tokens))
                     budget -= tokens
         if self.recall and query is not None and query.strip() and self.memory.scope.thread_id is not None:
-            result = await self.memory.recall(query, top_k=self.top_k, require_consent=self.require_consent, scoring=self.scoring)
+            result = await self.memory.recall(query, top_k=self.top_k, require_consent=self.require_consent,
+                                              scoring=self.scoring, across_threads=self.across_threads)
             lines, ids, tokens = [RECALL_HEADER], [], 0
             for hit in result.hits:
                 cost = self._tokens("\n".join([*lines, f"- {quote(hit.text)}"]))

@@ -6,7 +6,7 @@ from .scoring import scoring_weights
 from .types import HitExplanation, RecallExplanation, RecallHit, RecallScoringOptions
 
 #: The recall gates, in the order an entry is attributed to the first one it fails.
-GATES = ("scope", "hold", "consent", "invalidation")
+GATES = ("scope", "hold", "consent", "invalidation", "expiry")
 
 
 def explain_hits(

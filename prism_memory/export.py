@@ -1,5 +1,6 @@
-"""Export paging (seed: ``exportMemory``, ``rebuildIndex``): the page caps, the cursor codec that export and
-rebuild share, the export JSON of a record, and how an export page is cut to its byte cap."""
+"""Export paging (seed: ``exportMemory``, ``rebuildIndex``): the page caps, the cursor codecs (one thread's, which
+export and rebuild share, and a resource's, which ``export_resource`` and ``forget_resource`` share), the export
+JSON of a record, and how an export page is cut to its byte cap."""
 
 from __future__ import annotations
 
@@ -47,14 +48,44 @@ def decode_cursor(cursor: str | None) -> tuple[int, str] | None:
     return sequence, entry_id
 
 
+def encode_resource_cursor(thread_id: str, sequence: int, entry_id: str) -> str:
+    """The stable cursor after the entry (``thread_id``, ``sequence``, ``entry_id``) of a resource-wide read:
+    ``r1.`` + base64url JSON."""
+    payload = json.dumps([thread_id, sequence, entry_id], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return "r1." + base64.urlsafe_b64encode(payload).decode("ascii")
+
+
+def decode_resource_cursor(cursor: str | None) -> tuple[str, int, str] | None:
+    """The (thread_id, sequence, id) a resource cursor points after; ``None`` for the start.
+
+    Raises :class:`InvalidCursorError` for anything :func:`encode_resource_cursor` did not make (a thread's
+    cursor included), as :func:`decode_cursor` does, and for a thread id over 256 UTF-8 bytes.
+    """
+    if cursor is None:
+        return None
+    try:
+        if not isinstance(cursor, str) or not cursor.startswith("r1."):
+            raise ValueError("unknown cursor version")
+        thread_id, sequence, entry_id = json.loads(base64.urlsafe_b64decode(cursor[3:].encode("ascii")))
+        if not isinstance(thread_id, str) or "\x00" in thread_id or len(thread_id.encode("utf-8")) > 256:
+            raise ValueError("malformed cursor thread")
+        decode_cursor(encode_cursor(sequence, entry_id))  # the (sequence, id) rules of a thread's cursor
+    except (ValueError, TypeError, RecursionError, binascii.Error, UnicodeError, InvalidCursorError) as exc:
+        raise InvalidCursorError(f"not a prism-memory resource cursor: {str(cursor)[:80]!r}") from exc
+    return thread_id, sequence, entry_id
+
+
 def export_json(record: MemoryRecord) -> dict[str, Any]:
-    """An exported record as JSON (timestamps in UTC ISO 8601); its UTF-8 size counts toward ``max_bytes``."""
+    """An exported record as JSON (timestamps in UTC ISO 8601, ``threadId`` in a resource export); its UTF-8
+    size counts toward ``max_bytes``."""
 
     def instant(value: datetime | None) -> str | None:
         return None if value is None else value.astimezone(timezone.utc).isoformat()
 
     consent = record.consent
+    thread = {} if record.thread_id is None else {"threadId": record.thread_id}
     return {
+        **thread,
         "id": record.id,
         "text": record.text,
         "metadata": record.metadata,
@@ -75,7 +106,8 @@ def export_json(record: MemoryRecord) -> dict[str, Any]:
 
 
 def export_page(
-    records: Sequence[MemoryRecord], limit: int, max_bytes: int, redact: Callable[[MemoryRecord], MemoryRecord]
+    records: Sequence[MemoryRecord], limit: int, max_bytes: int, redact: Callable[[MemoryRecord], MemoryRecord],
+    cursor: Callable[[MemoryRecord], str] = lambda record: encode_cursor(record.sequence, record.id),
 ) -> ExportPage:
     """The page cut from ``records``: up to ``limit`` records read after the cursor, in (sequence, id) order.
 
@@ -83,8 +115,9 @@ def export_page(
     compact UTF-8 :func:`export_json` sizes stay within ``max_bytes`` (the
     first always fits); it stops at the first that does not fit, and redacts
     none after it. Raises what ``redact`` raises. ``next_cursor``
-    points after the last record taken; it is ``None`` when the read came back
-    short of ``limit`` and every record fit (seed: "a stable sequence cursor page").
+    (``cursor(record)``, a thread's cursor by default) points after the last
+    record taken; it is ``None`` when the read came back short of ``limit``
+    and every record fit (seed: "a stable sequence cursor page").
     """
     page: list[MemoryRecord] = []
     total = 0
@@ -95,4 +128,4 @@ def export_page(
         page.append(record)
         total += size
     more = len(page) < len(records) or len(records) == limit
-    return ExportPage(page, total, encode_cursor(page[-1].sequence, page[-1].id) if page and more else None)
+    return ExportPage(page, total, cursor(page[-1]) if page and more else None)

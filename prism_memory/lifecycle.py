@@ -19,8 +19,8 @@ from typing import Any
 from .checks import embedding_labels
 from .config import MemoryConfig
 from .embedding import embed_batched
-from .errors import OperationTimeoutError
-from .export import encode_cursor, export_page
+from .errors import LineageLimitError, OperationTimeoutError
+from .export import encode_cursor, encode_resource_cursor, export_page
 from .types import (
     ConsentChange,
     EntryRecord,
@@ -28,6 +28,7 @@ from .types import (
     MemoryEntry,
     MemoryRecord,
     RebuildResult,
+    ResourceErasure,
     RetentionResult,
     Scope,
 )
@@ -68,7 +69,8 @@ async def write_entries(
             config.embedder, [item.text for item in items], config.limits.embed_batch, embedding_labels([item.id for item in items])
         )
         records = [
-            EntryRecord(item.id, item.text, vector, meta, item.sequence, item.importance, item.consent)
+            EntryRecord(item.id, item.text, vector, meta, item.sequence, item.importance, item.consent,
+                        item.expires_at, item.ttl)
             for item, vector, meta in zip(items, vectors, metadata)
         ]
         written, invalidated = await config.vector_store.remember(scope, records, now=config.now(), model=config.model)
@@ -149,10 +151,65 @@ async def export_memory(
     milliseconds (else :class:`OperationTimeoutError`), then cut the redacted page (:func:`export_page`)."""
     try:
         async with asyncio.timeout(max_ms / 1000):
-            records = await config.vector_store.list_by_thread(thread, after, limit, exportable=True)
+            records = await config.vector_store.list_by_thread(thread, after, limit, exportable=True, now=config.now())
     except TimeoutError as exc:
         raise OperationTimeoutError(f"export page took longer than {max_ms} ms") from exc
     return export_page(records, limit, max_bytes, config.redaction.record)
+
+
+async def export_resource(
+    config: MemoryConfig, after: tuple[str, int, str] | None, limit: int, max_bytes: int, max_ms: int
+) -> ExportPage:
+    """:func:`export_memory` over every thread of the memory's tenant and resource: records in (thread, sequence,
+    id) order, each naming its thread, and a resource cursor (:func:`encode_resource_cursor`)."""
+    try:
+        async with asyncio.timeout(max_ms / 1000):
+            records = await config.vector_store.list_by_resource(config.scope, after, limit, exportable=True,
+                                                                 now=config.now())
+    except TimeoutError as exc:
+        raise OperationTimeoutError(f"export page took longer than {max_ms} ms") from exc
+    return export_page(records, limit, max_bytes, config.redaction.record,
+                       lambda record: encode_resource_cursor(record.thread_id, record.sequence, record.id))
+
+
+async def forget_resource(
+    config: MemoryConfig, after: tuple[str, int, str] | None, batch_size: int, expired_only: bool = False
+) -> ResourceErasure:
+    """One batch of erasing everything the memory's resource holds (with ``expired_only``: what has expired, the
+    resource-wide retention sweep): the next ``batch_size`` (1 to :data:`DELETE_BATCH`) such entries of all its
+    threads after ``after`` are tombstoned with their lineage dependents (held ones kept), then ``on_invalidate``
+    runs once per thread with that thread's invalidated ids (in thread order), then the bodies (the batch's and the
+    dependents') are deleted, :data:`DELETE_BATCH` per store call.
+
+    A batch whose lineage walk passes a cap (:class:`LineageLimitError`) is retried at half the size, down to
+    one entry (which then raises). ``next_cursor`` is ``None`` once a batch comes back short of its size.
+    """
+    while True:
+        try:
+            rows = await config.vector_store.invalidate_resource(
+                config.scope, after, batch_size, expired_only=expired_only, now=config.now())
+            break
+        except LineageLimitError:
+            if batch_size == 1:
+                raise
+            batch_size //= 2
+    picked = [row for row in rows if row[4]]
+    invalidated: dict[str, list[str]] = {}  # per thread: what the batch tombstoned (a held dependent too)
+    for thread_id, entry_id, _sequence, held, was_picked in rows:
+        if not (held and was_picked):
+            invalidated.setdefault(thread_id, []).append(entry_id)
+    for thread_id in sorted(invalidated):
+        await run_invalidation_hook(config, invalidated[thread_id])
+    doomed = [(thread_id, entry_id) for thread_id, entry_id, _sequence, held, _picked in rows if not held]
+    deleted = 0
+    for start in range(0, len(doomed), DELETE_BATCH):
+        deleted += await config.vector_store.purge_resource(config.scope, doomed[start : start + DELETE_BATCH])
+    last = picked[-1] if picked else None
+    done = len(picked) < batch_size
+    return ResourceErasure(
+        deleted, sum(1 for row in picked if row[3]),
+        None if done or last is None else encode_resource_cursor(last[0], last[2], last[1]),
+    )
 
 
 async def rebuild_index(

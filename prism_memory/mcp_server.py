@@ -660,11 +660,14 @@ def create_mcp_server(
         thread: Thread = None,
         top_k: Annotated[int | None, Field(ge=1, le=32, description="Hits to return (default 8).")] = None,
         message_range: Annotated[int | None, Field(ge=0, le=4, description="Also return entries N turns around hits.")] = None,
+        across_threads: Annotated[bool, Field(
+            description="Search all of the user's threads: other threads contribute only entries whose consent "
+                        "scope is 'profile' or 'user'. Each hit names its thread.")] = False,
     ) -> Recalled:
         """Find the stored entries most relevant to a query (revoked and forgotten ones never come back)."""
         with tool_errors(redaction):
             memory = thread_memory(thread)
-            result = await memory.recall(query, top_k=top_k, message_range=message_range)
+            result = await memory.recall(query, top_k=top_k, message_range=message_range, across_threads=across_threads)
             return Recalled.of(result, memory.scope.thread_id)
 
     async def get_working_memory() -> WorkingMemory:
@@ -742,7 +745,8 @@ def create_mcp_server(
         batch_size: Annotated[int, Field(ge=1, le=64, description="Deletes per call; call again while deleted > 0.")] = 64,
         thread: Thread = None,
     ) -> Swept:
-        """Operator: one bounded retention sweep of a thread (entries under legal hold are kept)."""
+        """Operator: one bounded retention sweep of a thread: deletes what has expired and, when given, entries
+        older than max_age_days or beyond the newest max_entries (entries under legal hold are kept)."""
         with tool_errors(redaction):
             memory = thread_memory(thread)
             swept = await memory.apply_retention(max_age_days, max_entries, batch_size)

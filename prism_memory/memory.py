@@ -41,7 +41,7 @@ from .errors import (
     LimitExceededError,
     PayloadTooLargeError,
 )
-from .export import EXPORT_LIMITS, REBUILD_LIMITS, decode_cursor
+from .export import EXPORT_LIMITS, REBUILD_LIMITS, decode_cursor, decode_resource_cursor
 from .jsoncodec import json_document, text_bytes
 from .lifecycle import DELETE_BATCH
 from .redaction import Redaction, Redactor
@@ -58,6 +58,8 @@ from .types import (
     RecallResult,
     RecallScoringOptions,
     RememberResult,
+    ResourceErasure,
+    RetentionPolicy,
     RetentionResult,
     Scope,
     WorkingMemoryRecord,
@@ -261,8 +263,18 @@ class Memory:
         share_from_parent_thread_id: str | None = None,
         scoring: RecallScoringOptions | None = None,
         explain: bool = False,
+        across_threads: bool = False,
     ) -> RecallResult:
         """Top-``top_k`` injectable entries of this thread for ``query``, plus adjacent entries.
+
+        ``across_threads=True`` searches every thread of this memory's tenant
+        and resource: this thread's entries and, from the other threads, the
+        entries whose consent scope lets them leave their thread (``"profile"``
+        or ``"user"``; ``"thread"`` and legacy entries stay where they are),
+        under the same gate. Resources are matched exactly, so another
+        resource, a delegated agent's derived one included, is never searched.
+        Each hit names its thread; adjacent entries come from the hit's own
+        thread (docs/consent-and-lifecycle.md, "Consent scope").
 
         ``scoring`` (:class:`RecallScoringOptions`) blends recency and
         importance into the ranking inside the database (README, "Composite
@@ -298,8 +310,9 @@ class Memory:
         if not isinstance(require_consent, bool):
             raise LimitExceededError(f"require_consent must be a bool, got {require_consent!r}")
         scoring = check_scoring(scoring)
-        if not isinstance(explain, bool):
-            raise LimitExceededError(f"explain must be a bool, got {explain!r}")
+        for name, flag in (("explain", explain), ("across_threads", across_threads)):
+            if not isinstance(flag, bool):
+                raise LimitExceededError(f"{name} must be a bool, got {flag!r}")
         if not isinstance(query, str) or not query.strip():
             raise InvalidQueryError("the recall query must be a non-blank string")
         size = len(text_bytes(query, "the recall query", InvalidQueryError))
@@ -313,7 +326,8 @@ class Memory:
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         result = await self.vector_store.recall(
             scope, vector, query, top_k, message_range, require_consent, share_from_parent_thread_id,
-            now=self._config.now(), scoring=scoring, explain=explain, model=self._config.model,
+            now=self._config.now(), scoring=scoring, explain=explain, across_threads=across_threads,
+            model=self._config.model,
         )
         if not redaction.active:
             return result
@@ -334,11 +348,14 @@ class Memory:
         require_consent: bool | None = None,
         scoring: RecallScoringOptions | None = None,
         token_counter: Callable[[str], int] | None = None,
+        across_threads: bool = False,
     ) -> MemoryContextProvider:
         """Inert context blocks for prompts (seed ``createContextProvider()``): ``await provider.provide(query)``.
 
         Working memory is rendered through the template; recall hits come from
-        :meth:`recall` (the same consent gate). Together the blocks hold at
+        :meth:`recall` (the same consent gate; ``across_threads=True`` recalls
+        from every thread of the resource as far as consent allows, see
+        :meth:`recall`). Together the blocks hold at
         most ``max_tokens`` tokens (default ``limits.injected_tokens``, at most
         8,000; :class:`LimitExceededError` otherwise), counted by
         ``token_counter`` or :func:`prism_memory.context.count_tokens`.
@@ -346,6 +363,7 @@ class Memory:
         return MemoryContextProvider(
             self, working=working, recall=recall, top_k=top_k, max_tokens=max_tokens,
             require_consent=require_consent, scoring=check_scoring(scoring), token_counter=token_counter,
+            across_threads=across_threads,
         )
 
     def create_working_memory_processor(self, extract: Extractor) -> WorkingMemoryProcessor:
@@ -497,12 +515,16 @@ class Memory:
     ) -> RetentionResult:
         """One bounded real-delete sweep of this thread (seed: ``applyRetention``).
 
-        Deletes entries created more than ``max_age_days`` (24-hour days) ago,
-        or beyond the newest ``max_entries`` by sequence, oldest first, at most
-        ``batch_size`` (1..64) per call, skipping entries under legal hold.
-        Tombstones and ``on_invalidate`` come before the deletes, as in
-        :meth:`forget`. Returns ``RetentionResult(deleted, scanned)``; call
-        again while ``deleted`` > 0.
+        Deletes what has expired (its ``expires_at`` has passed, or it is
+        older than a stored retention policy of the thread or resource allows:
+        :meth:`set_retention_policy`) and, when given, entries created more
+        than ``max_age_days`` (24-hour days) ago or beyond the newest
+        ``max_entries`` by sequence; oldest first, at most ``batch_size``
+        (1..64) per call, skipping entries under legal hold. Tombstones and
+        ``on_invalidate`` come before the deletes, as in :meth:`forget`.
+        Returns ``RetentionResult(deleted, scanned)``; call again while
+        ``deleted`` > 0. (Expired entries are already out of recall and
+        export; the sweep deletes their bodies.)
         """
         thread = self._thread_scope()
         check_int_option("batch_size", batch_size, 1, DELETE_BATCH)
@@ -512,8 +534,6 @@ class Memory:
             isinstance(max_age_days, bool) or not isinstance(max_age_days, (int, float)) or not 0 <= max_age_days <= 36500
         ):
             raise LimitExceededError(f"max_age_days must be a number from 0 to 36500, got {max_age_days!r}")
-        if max_age_days is None and max_entries is None:
-            raise LimitExceededError("apply_retention needs max_age_days or max_entries")
         await self._writes.settle("apply_retention")
         return await lifecycle.apply_retention(self._config, thread, max_age_days, max_entries, batch_size)
 
@@ -539,14 +559,14 @@ class Memory:
         """
         thread = self._thread_scope()
         self._check_identity(identity)
-        check_int_option("limit", limit, 1, EXPORT_LIMITS["limit"][1])
-        check_int_option("max_bytes", max_bytes, 1, EXPORT_LIMITS["max_bytes"][1])
-        check_int_option("max_ms", max_ms, 1, EXPORT_LIMITS["max_ms"][1])
+        _check_export_caps(limit, max_bytes, max_ms)
         after = decode_cursor(cursor)
         await self._writes.settle("export_memory")
         return await lifecycle.export_memory(self._config, thread, after, limit, max_bytes, max_ms)
 
-    def _check_identity(self, identity: Scope | Mapping[str, str]) -> None:
+    def _check_identity(self, identity: Scope | Mapping[str, str], resource_wide: bool = False) -> None:
+        """``identity`` must be exactly this memory's scope, or with ``resource_wide`` its tenant and resource with
+        no thread; else :class:`IdentityMismatchError`."""
         if isinstance(identity, Mapping):
             unknown = set(identity) - {"tenant_id", "resource_id", "thread_id"}
             if unknown:
@@ -554,8 +574,110 @@ class Memory:
             identity = Scope(identity.get("tenant_id"), identity.get("resource_id"), identity.get("thread_id"))
         if not isinstance(identity, Scope):
             raise IdentityMismatchError("identity must be a Scope or a mapping of tenant_id, resource_id, thread_id")
-        if identity != self.scope:
+        if resource_wide and identity != Scope(self.scope.tenant_id, self.scope.resource_id):
+            raise IdentityMismatchError(
+                "the identity is not exactly this memory's tenant and resource (without a thread: the request is "
+                "for the whole resource)")
+        if not resource_wide and identity != self.scope:
             raise IdentityMismatchError("the export identity is not exactly this memory's tenant, resource and thread")
+
+    async def set_retention_policy(self, max_age_days: float | None, *, resource_wide: bool = False) -> None:
+        """Store the maximum age (24-hour days, 0..36,500) of this thread's entries, or with ``resource_wide``
+        of every entry of this memory's resource; ``None`` removes that policy.
+
+        The policy is enforced at read time: from the next call on, recall,
+        export and the context provider leave out an entry older than any
+        policy that covers it (its thread's and its resource's; the stricter
+        wins), and :meth:`apply_retention` (or :meth:`apply_resource_retention`)
+        deletes it. Times come from the memory's clock (the server's for a
+        tenant-bound role). Raises :class:`LimitExceededError` out of range and
+        :class:`InvalidScopeError` for a thread policy on a memory without a thread.
+        """
+        if not isinstance(resource_wide, bool):
+            raise LimitExceededError(f"resource_wide must be a bool, got {resource_wide!r}")
+        if max_age_days is not None and (
+            isinstance(max_age_days, bool) or not isinstance(max_age_days, (int, float)) or not 0 <= max_age_days <= 36500
+        ):
+            raise LimitExceededError(f"max_age_days must be a number from 0 to 36500, got {max_age_days!r}")
+        scope = Scope(self.scope.tenant_id, self.scope.resource_id) if resource_wide else self._thread_scope()
+        await self.vector_store.set_retention_policy(
+            scope, None if max_age_days is None else float(max_age_days), now=self._config.now())
+
+    async def retention_policy(self) -> RetentionPolicy:
+        """The stored retention policies that cover this memory's entries: ``RetentionPolicy(resource_max_age_days,
+        thread_max_age_days)`` (``None`` where none is stored; the thread's is ``None`` without a thread)."""
+        return await self.vector_store.get_retention_policy(self.scope)
+
+    # -- the whole resource ---------------------------------------------
+
+    async def count_resource(self) -> int:
+        """How many entries every thread of this memory's tenant and resource holds (stored bodies: tombstoned,
+        held and expired ones not yet swept included). Another resource, a delegated agent's derived one
+        included, is never counted. Waits for this memory's pending writes first."""
+        await self._writes.settle("count_resource")
+        return await self.vector_store.count_by_resource(self.scope)
+
+    async def export_resource(
+        self,
+        identity: Scope | Mapping[str, str],
+        cursor: str | None = None,
+        limit: int = EXPORT_LIMITS["limit"][0],
+        max_bytes: int = EXPORT_LIMITS["max_bytes"][0],
+        max_ms: int = EXPORT_LIMITS["max_ms"][0],
+    ) -> ExportPage:
+        """One page of everything exportable of this memory's resource, across all its threads.
+
+        :meth:`export_memory` for the whole resource: ``identity`` (a
+        :class:`Scope` without a thread, or a mapping of ``tenant_id`` and
+        ``resource_id``) must be exactly this memory's tenant and resource,
+        else :class:`IdentityMismatchError` (a thread in it is refused: the
+        request is for every thread). Records come in (thread, sequence, id)
+        order, code-point order for the texts, each with its ``thread_id``;
+        the same gate, caps, redaction and byte cut as :meth:`export_memory`.
+        Pass ``next_cursor`` back for the next page (``None`` after the
+        last); a thread's cursor is refused (:class:`InvalidCursorError`).
+        """
+        self._check_identity(identity, resource_wide=True)
+        _check_export_caps(limit, max_bytes, max_ms)
+        after = decode_resource_cursor(cursor)
+        await self._writes.settle("export_resource")
+        return await lifecycle.export_resource(self._config, after, limit, max_bytes, max_ms)
+
+    async def forget_resource(
+        self, identity: Scope | Mapping[str, str], cursor: str | None = None, batch_size: int = DELETE_BATCH
+    ) -> ResourceErasure:
+        """Erase everything this memory's resource holds, one bounded, resumable batch per call ("delete all of
+        user X").
+
+        ``identity`` is checked as in :meth:`export_resource`. Each call takes
+        the next ``batch_size`` (1..64) entries of all the resource's threads
+        after ``cursor`` in (thread, sequence, id) order, tombstones them and
+        their lineage dependents, runs ``on_invalidate`` once per thread
+        (with that thread's ids), then deletes their bodies and the
+        dependents' (as :meth:`forget` with ``erase_derived=True``). Entries
+        under legal hold are kept and counted in ``held``. Returns
+        ``ResourceErasure(deleted, held, next_cursor)``: call again with
+        ``next_cursor`` until it is ``None``. Entries written into the
+        resource while the erasure runs may be passed by the cursor: check
+        :meth:`count_resource` afterwards, or run it again from the start.
+        Raises :class:`LineageLimitError` when one entry's lineage walk alone
+        passes the caps (depth 8, 256 edges); nothing of that batch changes.
+        """
+        self._check_identity(identity, resource_wide=True)
+        check_int_option("batch_size", batch_size, 1, DELETE_BATCH)
+        after = decode_resource_cursor(cursor)
+        await self._writes.settle("forget_resource")
+        return await lifecycle.forget_resource(self._config, after, batch_size)
+
+    async def apply_resource_retention(self, cursor: str | None = None, batch_size: int = DELETE_BATCH) -> ResourceErasure:
+        """The retention sweep over every thread of this memory's resource: :meth:`forget_resource` for the
+        entries that have expired (their ``expires_at``, or the stored policies of their thread and resource), in
+        bounded, resumable batches (tombstones as ``expired``, the hook, then the deletes; holds kept).
+        Returns ``ResourceErasure(deleted, held, next_cursor)``; call again with ``next_cursor`` until ``None``."""
+        check_int_option("batch_size", batch_size, 1, DELETE_BATCH)
+        after = decode_resource_cursor(cursor)
+        await self._writes.settle("apply_retention")
+        return await lifecycle.forget_resource(self._config, after, batch_size, expired_only=True)
 
     async def rebuild_index(
         self,
@@ -592,8 +714,6 @@ class Memory:
             await self.working_store.close()
 
 
-
-
 def check_reserved_segment(name: str, value: object) -> None:
     """Raise :class:`InvalidScopeError` when ``value`` (a resource or thread id) holds the reserved ``/agent:``
     segment, which only :meth:`Memory.child` makes."""
@@ -601,6 +721,13 @@ def check_reserved_segment(name: str, value: object) -> None:
         raise InvalidScopeError(
             f"{name} {value!r} holds the reserved segment {AGENT_SEGMENT!r}: only Memory.child() makes such ids"
         )
+
+
+def _check_export_caps(limit: int, max_bytes: int, max_ms: int) -> None:
+    """An export page's caps (:data:`EXPORT_LIMITS`), else :class:`LimitExceededError`."""
+    check_int_option("limit", limit, 1, EXPORT_LIMITS["limit"][1])
+    check_int_option("max_bytes", max_bytes, 1, EXPORT_LIMITS["max_bytes"][1])
+    check_int_option("max_ms", max_ms, 1, EXPORT_LIMITS["max_ms"][1])
 
 
 def derive_child_scope(parent: Scope, agent_id: str) -> Scope:

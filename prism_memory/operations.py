@@ -40,13 +40,15 @@ _RAG_READ = "jsonb, boolean, text, text[], bigint"
 OPERATIONS: tuple[Operation, ...] = (
     Operation("WorkingStore", "get_working", "get_working", "get_working_v1", _SCOPE),
     Operation("WorkingStore", "update_working", "update_working", "update_working_v1", f"{_SCOPE}, jsonb, bigint"),
-    Operation("VectorStore", "remember", "remember", "remember_v1",
-              f"{_SCOPE}, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
-    Operation("VectorStore", "remember_batch", "remember_batch", "remember_batch_v1",
-              "text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
-    Operation("VectorStore", "recall", "recall", "recall_v2",
-              f"{_SCOPE}, vector, text, integer, integer, boolean, text, timestamptz, "
-              "double precision, double precision, double precision, boolean"),
+    Operation("VectorStore", "remember", "remember", "remember_v2",
+              f"{_SCOPE}, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz[], "
+              "interval[], timestamptz"),
+    Operation("VectorStore", "remember_batch", "remember_batch", "remember_batch_v2",
+              "text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], "
+              "timestamptz[], interval[], timestamptz"),
+    Operation("VectorStore", "recall", "recall", "recall_v3",
+              f"{_SCOPE}, vector, text, integer, integer, boolean, text, boolean, timestamptz, "
+              "double precision, double precision, double precision, boolean, text"),
     Operation("VectorStore", "share_with", "share_with", "share_with_v1",
               f"{_SCOPE}, text, text, text[], timestamptz, timestamptz"),
     Operation("VectorStore", "invalidate", "invalidate", "invalidate_v1", f"{_SCOPE}, text[], text, timestamptz"),
@@ -54,11 +56,20 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("VectorStore", "set_consent", "set_consent", "set_consent_v1",
               f"{_SCOPE}, text, boolean, text, text, timestamptz, timestamptz, timestamptz"),
     Operation("VectorStore", "correct", "correct", "correct_v2", f"{_SCOPE}, text, text, vector, timestamptz"),
-    Operation("VectorStore", "retention_candidates", "retention_candidates", "retention_candidates_v1",
+    Operation("VectorStore", "retention_candidates", "retention_candidates", "retention_candidates_v2",
               f"{_SCOPE}, double precision, integer, integer, timestamptz"),
-    Operation("VectorStore", "list_by_thread", "list_entries", "list_entries_v1",
-              f"{_SCOPE}, bigint, text, integer, boolean"),
+    Operation("VectorStore", "list_by_thread", "list_entries", "list_entries_v2",
+              f"{_SCOPE}, bigint, text, integer, boolean, timestamptz"),
     Operation("VectorStore", "count_by_thread", "count_entries", "count_entries_v1", _SCOPE),
+    Operation("VectorStore", "list_by_resource", "list_resource_entries", "list_resource_entries_v1",
+              "text, text, text, bigint, text, integer, boolean, timestamptz"),
+    Operation("VectorStore", "count_by_resource", "count_resource_entries", "count_resource_entries_v1", "text, text"),
+    Operation("VectorStore", "invalidate_resource", "invalidate_resource", "invalidate_resource_v1",
+              "text, text, text, bigint, text, integer, boolean, timestamptz"),
+    Operation("VectorStore", "purge_resource", "purge_resource", "purge_resource_v1", "text, text, text[], text[]"),
+    Operation("VectorStore", "set_retention_policy", "set_retention_policy", "set_retention_policy_v1",
+              f"{_SCOPE}, double precision, timestamptz"),
+    Operation("VectorStore", "get_retention_policy", "get_retention_policy", "get_retention_policy_v1", _SCOPE),
     Operation("VectorStore", "reembed", "reembed", "reembed_v1", f"{_SCOPE}, text[], text[], vector[]"),
     Operation("RagVectorStore", "upsert", "rag_upsert", "rag_upsert_v1",
               "text, text, text[], text[], text[], vector[], jsonb[], bigint[], bigint"),
@@ -81,36 +92,48 @@ OPERATIONS: tuple[Operation, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class Guard:
-    """The embedding-model guard of some ``VectorStore`` operations, which the Postgres store sends only when
-    the call names an :class:`~prism_memory.types.EmbeddingModel` (an embedder with a ``model_id``).
+    """The embedding-model guard of the ``VectorStore`` writes, which the Postgres store sends only when the
+    call names an :class:`~prism_memory.types.EmbeddingModel` (an embedder with a ``model_id``).
 
     ``query``: the field of ``Queries`` holding its statement; ``function``: the SQL function it calls
     (tenant first), with its identity argument types in ``arguments``; ``methods``: the operations it
-    guards. ``replaces``: ``False``, its statement is sent first, in the operation's transaction (the
-    writes: what it checked holds until the write commits); ``True``, its function checks and then calls
-    the operation's own function, and its statement is sent instead (recall: no extra statement).
+    guards. Its statement is sent first, in the operation's transaction, so what it checked holds until
+    the write commits. A recall needs no guard of its own: ``recall_v3`` takes the model
+    (``p_model_id``) and checks it in the same call.
     """
 
     query: str
     function: str
     arguments: str
     methods: tuple[str, ...]
-    replaces: bool
 
 
 GUARDS: tuple[Guard, ...] = (
     Guard("use_embedding_model", "use_embedding_model_v1", "text, text[], text[], text, integer, boolean",
-          ("remember", "remember_batch", "correct", "reembed"), replaces=False),
-    Guard("recall_guarded", "recall_guarded_v1",
-          f"{_SCOPE}, text, integer, vector, text, integer, integer, boolean, text, timestamptz, "
-          "double precision, double precision, double precision, boolean", ("recall",), replaces=True),
+          ("remember", "remember_batch", "correct", "reembed")),
+)
+
+#: API functions no store operation calls any more, kept (granted and delegated like the others) for direct
+#: SQL callers, each answering through its successor's body: ``recall_v2`` is ``recall_v3`` within one thread,
+#: ``remember_v1`` and ``remember_batch_v1`` are the v2 functions without expiry, ``list_entries_v1`` is
+#: ``list_entries_v2`` on the server's clock. ``retention_candidates_v1`` keeps its own body (its v2 also
+#: sweeps what has expired, a new contract).
+RETAINED_FUNCTIONS: tuple[tuple[str, str], ...] = (
+    ("recall_v2", f"{_SCOPE}, vector, text, integer, integer, boolean, text, timestamptz, "
+                  "double precision, double precision, double precision, boolean"),
+    ("remember_v1", f"{_SCOPE}, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
+    ("remember_batch_v1",
+     "text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
+    ("list_entries_v1", f"{_SCOPE}, bigint, text, integer, boolean"),
+    ("retention_candidates_v1", f"{_SCOPE}, double precision, integer, integer, timestamptz"),
 )
 
 #: The functions an application calls, with their argument types: ``install_info_v1`` (which the
-#: Python caller checks first, executable by anyone), every operation's function and every guard's
-#: (SECURITY DEFINER).
+#: Python caller checks first, executable by anyone), every operation's function, every guard's and the
+#: retained ones (SECURITY DEFINER).
 API_FUNCTIONS: tuple[tuple[str, str], ...] = (
     (("install_info_v1", ""),)
     + tuple((operation.function, operation.arguments) for operation in OPERATIONS)
     + tuple((guard.function, guard.arguments) for guard in GUARDS)
+    + RETAINED_FUNCTIONS
 )

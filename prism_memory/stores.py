@@ -22,6 +22,7 @@ from .types import (
     RagMatch,
     RecallResult,
     RecallScoringOptions,
+    RetentionPolicy,
     Scope,
     StoredChunk,
     WorkingMemoryRecord,
@@ -38,7 +39,7 @@ class VectorStore(Protocol):
     ``model`` (an :class:`EmbeddingModel`, or ``None`` for an embedder without an identity, which keeps
     the width rule alone) is the embedding-model guard: a write's embeddings, or a recall's query
     embedding, come from that model. The thread's recorded model is checked in the same transaction as
-    the write (``use_embedding_model_v1``) or in the recall's own call (``recall_guarded_v1``), and
+    the write (``use_embedding_model_v1``) or in the recall's own call (``recall_v3``'s ``p_model_id``), and
     another model of the same width raises :class:`~prism_memory.errors.EmbeddingModelMismatchError`, nothing changed;
     ``reembed`` switches the thread's record to ``model`` instead (``rebuild_index``).
     """
@@ -47,7 +48,7 @@ class VectorStore(Protocol):
         self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None,
         model: EmbeddingModel | None = None,
     ) -> tuple[int, list[str]]:
-        """[remember_v1] Upsert ``records`` into ``scope``'s thread, all or nothing.
+        """[remember_v2] Upsert ``records`` into ``scope``'s thread, all or nothing.
 
         Returns how many were written and the ids invalidated by the write
         (written entries that are invalid, and their lineage dependents).
@@ -58,7 +59,7 @@ class VectorStore(Protocol):
         self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None,
         model: EmbeddingModel | None = None,
     ) -> list[tuple[int, list[str]]]:
-        """[remember_batch_v1] Bulk ingest: ``remember`` for many threads of one tenant, all or nothing.
+        """[remember_batch_v2] Bulk ingest: ``remember`` for many threads of one tenant, all or nothing.
 
         ``writes`` pairs each thread's scope with its records; every scope
         names the same tenant and a thread, and no thread appears twice
@@ -79,10 +80,13 @@ class VectorStore(Protocol):
         now: datetime | None = None,
         scoring: RecallScoringOptions | None = None,
         explain: bool = False,
+        across_threads: bool = False,
         model: EmbeddingModel | None = None,
     ) -> RecallResult:
-        """[recall_v2] Top-``top_k`` injectable hits of the thread (and of live grants) by the default score, or
-        re-ranked by ``scoring``, plus adjacent entries; with ``explain``, the hits' components and gate counts."""
+        """[recall_v3] Top-``top_k`` injectable hits of the thread (and of live grants; with ``across_threads``
+        also of the resource's other threads, the entries whose consent scope lets them leave their thread) by
+        the default score, or re-ranked by ``scoring``, plus adjacent entries from each hit's thread; with
+        ``explain``, the hits' components and gate counts."""
         ...
 
     async def share_with(
@@ -122,17 +126,59 @@ class VectorStore(Protocol):
     async def retention_candidates(
         self, scope: Scope, max_age_days: float | None, max_entries: int | None, batch_size: int, now: datetime | None = None
     ) -> list[tuple[str, bool]]:
-        """[retention_candidates_v1] The next sweep's ``(entry_id, held)`` pairs, oldest first."""
+        """[retention_candidates_v2] The next sweep's ``(entry_id, held)`` pairs, oldest first: what has expired at
+        ``now`` (its ``expires_at``, the stored policies), and what ``max_age_days`` or ``max_entries`` (each
+        optional) name."""
         ...
 
     async def list_by_thread(
-        self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False
+        self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False,
+        now: datetime | None = None,
     ) -> list[MemoryRecord]:
-        """[list_entries_v1] At most ``limit`` (1..200) entries after the (sequence, id) cursor."""
+        """[list_entries_v2] At most ``limit`` (1..200) entries after the (sequence, id) cursor; ``exportable``:
+        only what an export may hold at ``now`` (nothing expired)."""
         ...
 
     async def count_by_thread(self, scope: Scope) -> int:
         """[count_entries_v1] How many entries the thread holds."""
+        ...
+
+    async def list_by_resource(
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, exportable: bool = False,
+        now: datetime | None = None,
+    ) -> list[MemoryRecord]:
+        """[list_resource_entries_v1] At most ``limit`` (1..200) entries of every thread of ``scope``'s tenant and
+        resource (its thread is ignored) after the (thread_id, sequence, id) cursor, each naming its thread."""
+        ...
+
+    async def count_by_resource(self, scope: Scope) -> int:
+        """[count_resource_entries_v1] How many entries every thread of ``scope``'s tenant and resource holds."""
+        ...
+
+    async def invalidate_resource(
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, expired_only: bool = False,
+        now: datetime | None = None,
+    ) -> list[tuple[str, str, int, bool, bool]]:
+        """[invalidate_resource_v1] Tombstone the next ``limit`` (1..64) unheld entries of the resource after the
+        cursor (with ``expired_only``, of those expired at ``now``) and their lineage dependents;
+        ``(thread_id, entry_id, sequence, held, picked)`` rows, the batch (``picked``) first in cursor order,
+        then the dependents reached besides it."""
+        ...
+
+    async def purge_resource(self, scope: Scope, entries: Sequence[tuple[str, str]]) -> int:
+        """[purge_resource_v1] Delete the tombstoned, unheld bodies of 1..64 ``(thread_id, entry_id)`` pairs of the
+        resource; return how many were deleted."""
+        ...
+
+    async def set_retention_policy(
+        self, scope: Scope, max_age_days: float | None, now: datetime | None = None
+    ) -> float | None:
+        """[set_retention_policy_v1] Store the maximum age (0..36,500 days; ``None`` removes it) of the entries of
+        ``scope``'s thread, or of its resource when the scope has no thread; returns what is stored."""
+        ...
+
+    async def get_retention_policy(self, scope: Scope) -> RetentionPolicy:
+        """[get_retention_policy_v1] The resource's and (when ``scope`` has one) the thread's stored maximum age."""
         ...
 
     async def reembed(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from .errors import LimitExceededError
@@ -25,18 +25,26 @@ class Scope:
 
 CONSENT_SOURCES = ("user", "agent", "system")
 CONSENT_SCOPES = ("thread", "profile", "user")
+#: The consent scopes that let an entry leave its thread: ``recall(..., across_threads=True)`` in another
+#: thread of its tenant and resource finds it (``leaves_thread_v1``); ``"thread"`` and legacy entries stay.
+TRAVELLING_SCOPES = ("profile", "user")
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryConsent:
     """Who provided an entry and whether it may be used (seed: ``MemoryConsent``).
 
-    ``source``: ``"user"``, ``"agent"`` or ``"system"``; ``scope``:
-    ``"thread"``, ``"profile"`` or ``"user"``; ``visible=False`` or a
-    ``revoked_at`` keeps the entry out of recall, injection and export.
+    ``source``: ``"user"``, ``"agent"`` or ``"system"``; ``scope``: how far
+    the entry may travel: ``"thread"`` (its own thread only), ``"profile"``
+    (a fact for the user's profile) or ``"user"`` (anything of the user's),
+    both of which ``recall(..., across_threads=True)`` finds from every thread
+    of the same tenant and resource, never beyond it
+    (:data:`TRAVELLING_SCOPES`, docs/consent-and-lifecycle.md); ``visible=False``
+    or a ``revoked_at`` keeps the entry out of recall, injection and export.
     ``granted_at``/``revoked_at`` are timezone-aware datetimes (audit times).
     An entry written without consent is *legacy*: it behaves as
-    user / thread / visible, but ``require_consent`` and exports drop it.
+    user / thread / visible (it stays in its thread), but ``require_consent``
+    and exports drop it.
     """
 
     source: str = "user"
@@ -88,6 +96,11 @@ class MemoryEntry:
     ``reflection``: a JSON object handed, after secret redaction, to the
     memory's ``importance_from`` hook at write time to derive ``importance``;
     never persisted.
+    ``expires_at`` (timezone-aware, after now) or ``ttl`` (a ``timedelta``,
+    more than 0 and at most 36,500 days, counted from the write's time): when
+    the entry stops being recalled, exported or injected, until the
+    retention sweep deletes it; give one or neither (a stored entry then keeps
+    its own). docs/consent-and-lifecycle.md, "Expiry".
     """
 
     id: str
@@ -98,6 +111,8 @@ class MemoryEntry:
     consent: MemoryConsent | None = None
     lineage: MemoryLineage | None = None
     reflection: dict[str, Any] | None = None
+    expires_at: datetime | None = None
+    ttl: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +133,8 @@ class EntryRecord:
     """An entry ready for a store: validated and redacted, with its embedding (``list[float]``).
 
     ``metadata`` already holds ``_lineage`` when the entry has a lineage;
-    ``consent`` ``None`` keeps a stored entry's consent (legacy for a new one).
+    ``consent`` ``None`` keeps a stored entry's consent (legacy for a new one),
+    and ``expires_at`` and ``ttl`` both ``None`` its expiry (none for a new one).
     """
 
     id: str
@@ -128,13 +144,17 @@ class EntryRecord:
     sequence: int | None
     importance: float | None
     consent: MemoryConsent | None = None
+    expires_at: datetime | None = None
+    ttl: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryRecord:
     """A stored entry as the lifecycle operations return it (no embedding).
 
-    ``consent`` is ``None`` for a legacy entry; ``legal_hold`` is set by ``forget(hold=True)``.
+    ``consent`` is ``None`` for a legacy entry; ``legal_hold`` is set by ``forget(hold=True)``;
+    ``thread_id`` names the entry's thread in a resource-wide read (``export_resource``,
+    ``VectorStore.list_by_resource``) and is ``None`` where the thread is the caller's own.
     """
 
     id: str
@@ -146,6 +166,7 @@ class MemoryRecord:
     legal_hold: bool
     created_at: datetime
     updated_at: datetime
+    thread_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +183,25 @@ class RebuildResult:
     """One ``rebuild_index`` page: entries re-embedded, and the cursor to resume from (``None`` when done)."""
 
     rebuilt: int
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionPolicy:
+    """The stored retention policies that cover a memory's entries: the resource's and the thread's maximum age
+    in 24-hour days (``None``: no such policy). An entry older than either is expired at once."""
+
+    resource_max_age_days: float | None
+    thread_max_age_days: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceErasure:
+    """One ``forget_resource`` batch: bodies ``deleted`` (the batch's and their lineage dependents'), entries
+    ``held`` (kept under legal hold), and the cursor of the next batch (``None`` when the resource is done)."""
+
+    deleted: int
+    held: int
     next_cursor: str | None
 
 
@@ -202,7 +242,8 @@ class RecallHit:
     half-life) and ``importance`` (the value used, 1.0 when unset) its other
     components; without scoring ``recency`` is ``None`` and ``importance`` is
     as stored. ``thread_id``/``resource_id`` say where the entry lives: the
-    memory's own thread, or a parent thread that shared it."""
+    memory's own thread, another thread of its resource (``across_threads``),
+    or a parent thread that shared it."""
 
     id: str
     text: str
@@ -219,7 +260,7 @@ class RecallHit:
 
 @dataclass(frozen=True, slots=True)
 class AdjacentEntry:
-    """An entry within ``message_range`` sequences of a hit, from the same thread."""
+    """An entry within ``message_range`` sequences of a hit, from the hit's own thread."""
 
     id: str
     text: str
@@ -251,11 +292,15 @@ class HitExplanation:
 class RecallExplanation:
     """``recall(..., explain=True)``: per-hit components, and how many entries each gate removed.
 
-    ``removed`` maps ``scope`` (shared entries of another embedding width),
-    ``hold`` (legal hold), ``consent`` (invisible, revoked, or legacy under
-    ``require_consent``) and ``invalidation`` (tombstoned) to counts over the
-    thread's entries and the entries live grants name (nothing else of another
-    thread); each entry counts once, at the first gate it fails in that order.
+    ``removed`` maps ``scope`` (entries of other threads that may not take
+    part: shared entries of another embedding width and, with
+    ``across_threads``, entries of the resource's other threads that their
+    consent scope keeps there), ``hold`` (legal hold), ``consent``
+    (invisible, revoked, or legacy under ``require_consent``) and
+    ``invalidation`` (tombstoned) to counts over the thread's entries, the
+    entries live grants name and, with ``across_threads``, the entries of the
+    resource's other threads (nothing else of another thread); each entry
+    counts once, at the first gate it fails in that order.
     """
 
     hits: list[HitExplanation]

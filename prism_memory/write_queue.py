@@ -28,7 +28,8 @@ logger = logging.getLogger("prism_memory")
 #: a pending write must not be missed by a read, nor land after (and undo) a change.
 #: Working-memory calls and ``remember`` itself do not wait.
 SettlingOperation = Literal[
-    "recall", "share_with", "set_consent", "correct", "forget", "apply_retention", "export_memory", "rebuild_index"
+    "recall", "share_with", "set_consent", "correct", "forget", "apply_retention", "export_memory", "rebuild_index",
+    "count_resource", "export_resource", "forget_resource",
 ]
 
 

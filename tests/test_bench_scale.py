@@ -46,7 +46,8 @@ def test_corpus_batches_hold_one_tenant_each_and_cover_every_entry():
 def test_scale_benchmark_runs_on_20000_entries_and_answers_exactly(pg_dsn):
     completed = subprocess.run(
         [sys.executable, str(BENCH / "scale.py"), "--dsn", pg_dsn, "--entries", "20000",
-         "--queries", "200", "--warmup", "20"],
+         "--queries", "200", "--warmup", "20", "--scope-sizes", "1000,12000", "--scope-queries", "5",
+         "--resource-queries", "20"],
         capture_output=True, text=True, timeout=600, check=False,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
@@ -56,6 +57,11 @@ def test_scale_benchmark_runs_on_20000_entries_and_answers_exactly(pg_dsn):
     assert (result["entries"], result["tenants"], result["tombstoned"]) == (20_000, 200, tombstoned)
     assert result["queries"] == 200 and result["largest_thread_entries"] == 5000
     for key in ("ingest_entries_per_s", "scoped_recall_p50_ms", "scoped_recall_p99_ms", "per_row_us",
-                "rss_mb_peak", "membw_floor_us_per_row"):
+                "rss_mb_peak", "membw_floor_us_per_row", "resource_recall_p50_ms", "resource_ingest_entries_per_s"):
         assert result[key] > 0, key
+    # Threads are ranked exactly; the 12,000-entry resource (6,000 travellers) goes through HNSW.
+    table = {(row["scope"], row["entries"]): row for row in result["scope_table"]}
+    assert table["thread", 1000]["exact"] and table["thread", 12000]["exact"]
+    assert table["resource", 1000]["recall_at_10"] == 1.0
+    assert result["resource_recall_at_10"] >= 0.9 and result["resource_entries"] == 12000
     assert "Bitmap Index Scan on semantic_memory_scope_idx" in completed.stderr

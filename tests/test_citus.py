@@ -40,22 +40,34 @@ API_CALLS: dict[str, str] = {
                    "array['{}', '{}', '{\"_lineage\": {\"sourceIds\": [\"c1\"]}}']::jsonb[])",
     "remember_batch_v1": "remember_batch_v1(%(t)s, array['res-c'], array['th-d'], array['d1'], array['epsilon'], "
                          "array[%(v)s]::vector[])",
+    "remember_v2": "remember_v2(%(t)s, 'res-c', 'th-e', array['e1', 'e2'], array['zeta', 'eta'], "
+                   "array[%(v)s, %(v)s]::vector[], p_ttl => array['1 day', null]::interval[])",
+    "remember_batch_v2": "remember_batch_v2(%(t)s, array['res-c'], array['th-f'], array['f1'], array['theta'], "
+                         "array[%(v)s]::vector[], p_expires_at => array['9999-01-01Z']::timestamptz[])",
+    "set_retention_policy_v1": "set_retention_policy_v1(%(t)s, 'res-c', 'th-e', 30)",
+    "get_retention_policy_v1": "get_retention_policy_v1(%(t)s, 'res-c', 'th-e')",
     "recall_v2": "recall_v2(%(t)s, 'res-c', 'th-c', %(v)s::vector, 'alpha', p_message_range => 1, "
                  "p_recency_weight => 0.2, p_half_life_ms => 1000, p_explain => true)",
+    "recall_v3": "recall_v3(%(t)s, 'res-c', 'th-c', %(v)s::vector, 'alpha', p_message_range => 1, "
+                 "p_across_threads => true, p_recency_weight => 0.2, p_half_life_ms => 1000, p_explain => true)",
     "share_with_v1": "share_with_v1(%(t)s, 'res-c', 'th-c', 'res-c', 'th-child', array['c1'])",
     "set_consent_v1": "set_consent_v1(%(t)s, 'res-c', 'th-c', 'c2', p_visible => true, p_source => 'user', "
                       "p_scope => 'thread')",
     "correct_v2": "correct_v2(%(t)s, 'res-c', 'th-c', 'c2', 'gamma corrected', %(v)s::vector)",
     "list_entries_v1": "list_entries_v1(%(t)s, 'res-c', 'th-c')",
+    "list_entries_v2": "list_entries_v2(%(t)s, 'res-c', 'th-e', p_exportable => true)",
     "count_entries_v1": "count_entries_v1(%(t)s, 'res-c', 'th-c')",
+    "list_resource_entries_v1": "list_resource_entries_v1(%(t)s, 'res-c', 'th-c', 1, 'c1')",
+    "count_resource_entries_v1": "count_resource_entries_v1(%(t)s, 'res-c')",
     "reembed_v1": "reembed_v1(%(t)s, 'res-c', 'th-c', array['c1'], array['alpha beta'], array[%(v)s]::vector[])",
     "use_embedding_model_v1": "use_embedding_model_v1(%(t)s, array['res-c'], array['th-c'], 'model-c', "
                               f"{TEST_DIMENSIONS})",
-    "recall_guarded_v1": f"recall_guarded_v1(%(t)s, 'res-c', 'th-c', 'model-c', {TEST_DIMENSIONS}, %(v)s::vector, "
-                         "'alpha', p_share_parent_thread_id => 'th-p')",
     "invalidate_v1": "invalidate_v1(%(t)s, 'res-c', 'th-c', array['c1'], 'deleted')",
     "retention_candidates_v1": "retention_candidates_v1(%(t)s, 'res-c', 'th-c', null, 1, 8)",
+    "retention_candidates_v2": "retention_candidates_v2(%(t)s, 'res-c', 'th-e', null, null, 8)",
     "purge_v1": "purge_v1(%(t)s, 'res-c', 'th-c', array['c1'])",
+    "invalidate_resource_v1": "invalidate_resource_v1(%(t)s, 'res-c', p_limit => 2)",  # c2, c3: c1 is gone
+    "purge_resource_v1": "purge_resource_v1(%(t)s, 'res-c', array['th-c', 'th-c'], array['c2', 'c3'])",
     "rag_upsert_v1": "rag_upsert_v1(%(t)s, 'docs', array['k1', 'k2'], array['s1', 's1'], array['alpha chunk', 'beta chunk'], "
                      "array[%(v)s, %(v)s]::vector[], array['{\"lang\": \"en\"}', '{}']::jsonb[], array[1, 1]::bigint[])",
     "rag_set_source_access_v1": "rag_set_source_access_v1(%(t)s, 's1', array['p1'], array['g1'], 1)",

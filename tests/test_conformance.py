@@ -74,9 +74,24 @@ class ModelBlind(MemoryVectorStore):
         return await super().recall(*args, **kwargs)
 
 
+class SweepOnly(MemoryVectorStore):
+    """A broken adapter: expiry only counts once the sweep ran (as in langgraph before PR#8354)."""
+
+    def _live(self, key, row, now):
+        return True
+
+
+class StayAtHome(MemoryVectorStore):
+    """A broken adapter: it ignores across_threads."""
+
+    async def recall(self, *args, across_threads=False, **kwargs):
+        return await super().recall(*args, **kwargs)
+
+
 @pytest.mark.parametrize("store, check", [(LeakyStore, "consent_gate"), (EternalGrants, "grant_expiry"),
                                           (GreedyTopK, "top_k_and_adjacency"), (NoRecency, "recency"),
-                                          (ModelBlind, "embedding_model_guard")])
+                                          (ModelBlind, "embedding_model_guard"), (StayAtHome, "across_threads"),
+                                          (SweepOnly, "expiry")])
 async def test_a_broken_store_fails_the_check_for_its_bug(store, check):
     with pytest.raises(ConformanceError) as caught:
         await run_memory_conformance(lambda: {

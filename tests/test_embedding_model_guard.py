@@ -287,8 +287,8 @@ def test_the_sql_guard_refuses_a_blank_model_id_and_bad_threads(pg_dsn):
             assert raised.value.sqlstate == state, arguments
             conn.rollback()
         with pytest.raises(psycopg.Error) as raised:
-            conn.execute("select * from prism_memory.recall_guarded_v1('t1', 'r', 'th', '', 64, "
-                         "array_fill(1, array[64])::vector, 'q')")
+            conn.execute("select * from prism_memory.recall_v3('t1', 'r', 'th', array_fill(1, array[64])::vector, 'q', "
+                         "p_model_id => '')")
         assert raised.value.sqlstate == "PM017"
 
 

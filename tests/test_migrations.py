@@ -29,6 +29,7 @@ EXPECTED_TABLES = [
     "semantic_memory_rag_scope_generations",
     "semantic_memory_rag_source_acl",
     "semantic_memory_rag_source_version",
+    "semantic_memory_retention_policy",
     "semantic_memory_share_grant",
     "semantic_memory_tenant_binding",
     "semantic_memory_working",

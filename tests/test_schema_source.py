@@ -246,43 +246,43 @@ def scratch(tmp_path, monkeypatch):
 
 
 def test_a_new_revision_ships_the_edit_and_still_replays_the_old_body(scratch, server_dsn):
-    """Cut the next revision after editing recall_v2's head file and adding recall_v3: the way docs/architecture.md says."""
+    """Cut the next revision after editing recall_v3's head file and adding recall_v4: the way docs/architecture.md says."""
     last = REVISIONS[-1]
     nxt = f"{int(last) + 1:04d}"
-    head = sql_source.FUNCTIONS_DIR / "recall_v2.sql"
+    head = sql_source.FUNCTIONS_DIR / "recall_v3.sql"
     released = head.read_text()
     changed = released.replace("-- Semantic recall over one thread", "-- Semantic recall over one thread (next)")
     changed = changed.replace("  perform assert_embedding_v1(p_query_embedding, 'the query embedding');\n", "")
     head.write_text(changed + "-- a trailing note\n")
     changed += "-- a trailing note\n"
-    added = "create or replace function {{schema}}.recall_v3() returns integer language sql as $$ select 3 $$;\n"
-    (sql_source.FUNCTIONS_DIR / "recall_v3.sql").write_text(added)
+    added = "create or replace function {{schema}}.recall_v4() returns integer language sql as $$ select 3 $$;\n"
+    (sql_source.FUNCTIONS_DIR / "recall_v4.sql").write_text(added)
     manifest = sql_source.SCHEMA_DIR / "functions.sql"
-    manifest.write_text(manifest.read_text() + "\\ir functions/recall_v3.sql\n")
+    manifest.write_text(manifest.read_text() + "\\ir functions/recall_v4.sql\n")
     # Committing the edit first does not matter: the released body is found by its digest.
-    scratch("edit recall_v2")
+    scratch("edit recall_v3")
     assert sql_source.head_digests() != sql_source.read_lock()
 
     written = {path.name for path in sql_source.new_revision("next")}
     assert written == {f"{nxt}_next.sql", f"{nxt}_next.down.sql", f"{nxt}_next.py", "schema.sha256", f"{nxt}_next.schema.diff"}
     assert sql_source.head_digests() == sql_source.read_lock()
     assert list(sql_source.revisions())[-1] == nxt
-    assert sql_source.schema_source("functions/recall_v2.sql") == changed
-    assert sql_source.schema_source("functions/recall_v2.sql", nxt) == changed
-    assert sql_source.schema_source("functions/recall_v2.sql", last) == released
+    assert sql_source.schema_source("functions/recall_v3.sql") == changed
+    assert sql_source.schema_source("functions/recall_v3.sql", nxt) == changed
+    assert sql_source.schema_source("functions/recall_v3.sql", last) == released
     upgrade = sql_source.revision_template(nxt, "upgrade")
     assert changed in upgrade and added in upgrade and "revoke execute on all functions" in upgrade
     downgrade_sql = sql_source.revision_template(nxt, "downgrade")
-    assert released in downgrade_sql and "drop function {{schema}}.recall_v3(" in downgrade_sql
+    assert released in downgrade_sql and "drop function {{schema}}.recall_v4(" in downgrade_sql
     # The released revisions keep installing what they installed when they were released.
     assert changed not in sql_source.revision_template(last, "upgrade")
-    installing = [rev for rev in REVISIONS if "function {{schema}}.recall_v2(" in sql_source.revision_template(rev, "upgrade")]
+    installing = [rev for rev in REVISIONS if "function {{schema}}.recall_v3(" in sql_source.revision_template(rev, "upgrade")]
     assert released in sql_source.revision_template(installing[-1], "upgrade")
-    assert "recall_v3" not in sql_source.schema_source("functions.sql", last)
-    assert "recall_v3" in sql_source.expand(sql_source.SCHEMA_DIR / "install.sql", None)
+    assert "recall_v4" not in sql_source.schema_source("functions.sql", last)
+    assert "recall_v4" in sql_source.expand(sql_source.SCHEMA_DIR / "install.sql", None)
     # The revision runs: up to it and back gives exactly a fresh migrate to the previous one.
     down_file = sql_source.MIGRATIONS_SQL_DIR / f"{nxt}_next.down.sql"
-    down_file.write_text(down_file.read_text().replace("recall_v3(/* its argument types */)", "recall_v3()"))
+    down_file.write_text(down_file.read_text().replace("recall_v4(/* its argument types */)", "recall_v4()"))
     config = SchemaConfig(dimensions=16)
     fresh, through = server_dsn("src_rev_fresh"), server_dsn("src_rev_through")
     migrate(fresh, config, last)
@@ -290,15 +290,15 @@ def test_a_new_revision_ships_the_edit_and_still_replays_the_old_body(scratch, s
     with psycopg.connect(through) as conn:
         assert conn.execute("select version_num from prism_memory.alembic_version").fetchone() == (nxt,)
         assert conn.execute("select prosrc like '%assert_embedding_v1%' from pg_proc "
-                            "where proname = 'recall_v2'").fetchone() == (False,)
-        assert conn.execute("select has_function_privilege('public', 'prism_memory.recall_v3()', 'execute')"
+                            "where proname = 'recall_v3'").fetchone() == (False,)
+        assert conn.execute("select has_function_privilege('public', 'prism_memory.recall_v4()', 'execute')"
                             ).fetchone() == (False,)
     downgrade(through, config, last)
     assert _diff(catalog(fresh), catalog(through)) == ""
     # An edit made without a revision no longer matches the shipped diff's context.
     head.write_text(changed.replace("(next)", "(edited)"))
     with pytest.raises(sql_source.DeltaError, match=f"{nxt}_next.schema.diff"):
-        sql_source.schema_source("functions/recall_v2.sql", last)
+        sql_source.schema_source("functions/recall_v3.sql", last)
 
 
 def test_a_revision_that_removes_a_function_restores_it_on_downgrade_for_its_owner_only(scratch, server_dsn):
@@ -369,9 +369,9 @@ def test_history_keeps_every_byte_of_a_head_file(scratch, edit):
 def test_a_new_revision_whose_diff_would_not_restore_the_released_text_writes_nothing(scratch, monkeypatch):
     import difflib
 
-    head = sql_source.FUNCTIONS_DIR / "recall_v2.sql"
+    head = sql_source.FUNCTIONS_DIR / "recall_v3.sql"
     head.write_text(head.read_text().replace("  perform assert_embedding_v1(p_query_embedding, 'the query embedding');\n", ""))
-    scratch("edit recall_v2")
+    scratch("edit recall_v3")
     before = {path.name: path.read_bytes() for path in sql_source.MIGRATIONS_SQL_DIR.iterdir()}
     real = difflib.unified_diff
 
@@ -423,17 +423,17 @@ def test_amend_recuts_the_newest_revision_from_the_head(scratch, capsys):
 
     last = REVISIONS[-1]
     nxt = f"{int(last) + 1:04d}"
-    recall, count = sql_source.FUNCTIONS_DIR / "recall_v2.sql", sql_source.FUNCTIONS_DIR / "count_entries_v1.sql"
+    recall, count = sql_source.FUNCTIONS_DIR / "recall_v3.sql", sql_source.FUNCTIONS_DIR / "count_entries_v1.sql"
     released_recall, released_count = recall.read_text(), count.read_text()
     recall.write_text(released_recall.replace("-- Semantic recall over one thread", "-- Semantic recall (first cut)"))
-    added = "create or replace function {{schema}}.recall_v3() returns integer language sql as $$ select 3 $$;\n"
-    (sql_source.FUNCTIONS_DIR / "recall_v3.sql").write_text(added)
+    added = "create or replace function {{schema}}.recall_v4() returns integer language sql as $$ select 3 $$;\n"
+    (sql_source.FUNCTIONS_DIR / "recall_v4.sql").write_text(added)
     manifest = sql_source.SCHEMA_DIR / "functions.sql"
-    manifest.write_text(manifest.read_text() + "\\ir functions/recall_v3.sql\n")
+    manifest.write_text(manifest.read_text() + "\\ir functions/recall_v4.sql\n")
     scratch("edit")
     sql_source.new_revision("first")
     down_file = sql_source.MIGRATIONS_SQL_DIR / f"{nxt}_first.down.sql"
-    down_file.write_text(down_file.read_text().replace("recall_v3(/* its argument types */)", "recall_v3()"))
+    down_file.write_text(down_file.read_text().replace("recall_v4(/* its argument types */)", "recall_v4()"))
     scratch("cut first")
 
     recall.write_text(released_recall.replace("-- Semantic recall over one thread", "-- Semantic recall (amended)"))
@@ -444,12 +444,12 @@ def test_amend_recuts_the_newest_revision_from_the_head(scratch, capsys):
     assert not (sql_source.MIGRATIONS_SQL_DIR / f"{nxt}_first.sql").exists()
     assert not (sql_source.ALEMBIC_DIR / "versions" / f"{nxt}_first.py").exists()
     assert sql_source.head_digests() == sql_source.read_lock()
-    assert sql_source.schema_source("functions/recall_v2.sql", last) == released_recall
+    assert sql_source.schema_source("functions/recall_v3.sql", last) == released_recall
     assert sql_source.schema_source("functions/count_entries_v1.sql", last) == released_count
     upgrade = sql_source.revision_template(nxt, "upgrade")
     assert "(amended)" in upgrade and "(first cut)" not in upgrade and added in upgrade
     assert "revoke execute on all functions" in upgrade and "count_entries_v1" in upgrade
-    assert "drop function {{schema}}.recall_v3(" in sql_source.revision_template(nxt, "downgrade")
+    assert "drop function {{schema}}.recall_v4(" in sql_source.revision_template(nxt, "downgrade")
 
 
 def test_the_head_downgraded_to_0006_lets_the_application_role_call_the_retired_functions(server_dsn):

@@ -181,7 +181,7 @@ async def test_explain_counts_what_each_gate_removed(backends):
     hits, removed = await backends.run(scenario)
     assert hits == ["ok", "p0"]
     # p2, p3 were never shared: not counted. hold: held; consent: legacy, hidden, source, p1; invalidation: derived
-    assert removed == {"scope": 0, "hold": 1, "consent": 4, "invalidation": 1}
+    assert removed == {"scope": 0, "hold": 1, "consent": 4, "invalidation": 1, "expiry": 0}
 
 
 async def test_importance_from_runs_once_at_write_on_the_redacted_reflection(backends):
@@ -229,7 +229,7 @@ async def test_explain_says_nothing_about_threads_that_shared_nothing(backends):
         result = await reader.recall("coffee", share_from_parent_thread_id="other", explain=True)
         return result.explanation.removed
 
-    assert await backends.run(scenario) == {"scope": 0, "hold": 0, "consent": 0, "invalidation": 0}
+    assert await backends.run(scenario) == {"scope": 0, "hold": 0, "consent": 0, "invalidation": 0, "expiry": 0}
 
 
 async def test_tiny_and_huge_half_lives_agree_on_both_backends(backends):

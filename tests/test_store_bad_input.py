@@ -131,7 +131,9 @@ CASES = [
     ("correct to blank", lambda s, w: s.correct(THREAD, "kept", " ", ONE, now=NOW), InvalidEntryError, "PM002"),
     ("correct unknown entry", lambda s, w: s.correct(THREAD, "nope", "text", ONE, now=NOW), EntryNotFoundError, "PM011"),
     ("retention batch 0", lambda s, w: s.retention_candidates(THREAD, 1.0, None, 0, now=NOW), LimitExceededError, "PM005"),
-    ("retention without criteria", lambda s, w: s.retention_candidates(THREAD, None, None, 8, now=NOW), LimitExceededError, "PM005"),
+    ("retention age out of range", lambda s, w: s.retention_candidates(THREAD, 36501.0, None, 8, now=NOW), LimitExceededError, "PM005"),
+    ("retention policy out of range", lambda s, w: s.set_retention_policy(THREAD, -1.0, now=NOW), LimitExceededError, "PM005"),
+    ("resource sweep flag", lambda s, w: s.invalidate_resource(THREAD, None, 8, expired_only=1), LimitExceededError, PYTHON),
     ("list limit 201", lambda s, w: s.list_by_thread(THREAD, None, 201), LimitExceededError, "PM005"),
     ("reembed pairs differ", lambda s, w: s.reembed(THREAD, ["kept"], [], [ONE]), LimitExceededError, "PM005"),
     # store calls' own arguments, refused in Python on both stores (issue 13, item 8): a naive or non-datetime
@@ -164,6 +166,17 @@ CASES = [
     ("limit a string", lambda s, w: s.list_by_thread(THREAD, None, "10"), LimitExceededError, PYTHON),
     ("retention batch a string", lambda s, w: s.retention_candidates(THREAD, 1.0, None, "8", now=NOW), LimitExceededError, PYTHON),
     ("NUL in counted thread", lambda s, w: s.count_by_thread(Scope("t1", "user-ada", "t\x00")), InvalidScopeError, PYTHON),
+    # remember_v2's expiry: both given (PM002, and Python's types), out of range (PM005)
+    ("expiry and ttl", lambda s, w: s.remember(THREAD, [EntryRecord("x", "t", ONE, {}, None, None, None, NOW + timedelta(days=1),
+                                                                    timedelta(days=1))], now=NOW), InvalidEntryError, PYTHON),
+    ("naive expiry", lambda s, w: s.remember(THREAD, [EntryRecord("x", "t", ONE, {}, None, None, None, datetime(2030, 1, 1))],
+                                            now=NOW), InvalidEntryError, PYTHON),
+    ("expiry in the past", lambda s, w: s.remember(THREAD, [EntryRecord("x", "t", ONE, {}, None, None, None, NOW)], now=NOW),
+     LimitExceededError, "PM005"),
+    ("ttl of 0", lambda s, w: s.remember(THREAD, [EntryRecord("x", "t", ONE, {}, None, None, None, None, timedelta(0))], now=NOW),
+     LimitExceededError, "PM005"),
+    ("ttl over 100 years", lambda s, w: s.remember(THREAD, [EntryRecord("x", "t", ONE, {}, None, None, None, None,
+                                                                         timedelta(days=36501))], now=NOW), LimitExceededError, "PM005"),
     # update_working_v1 (PM005, PM007)
     ("working not an object", lambda s, w: w.update_working(THREAD, [1], None), WorkingMemoryValidationError, "PM007"),
     ("negative expected version", lambda s, w: w.update_working(THREAD, {"a": 1}, -1), LimitExceededError, "PM005"),

@@ -169,6 +169,10 @@ async def reads(call: Calls, phase: str, tenant: Tenant, memories: dict[str, Any
         "concise answers billing", top_k=8, message_range=4, share_from_parent_thread_id=scope.thread_id))
     await call(f"{phase}.recall_shared_explain", child.recall(
         "concise answers", top_k=8, message_range=1, share_from_parent_thread_id=scope.thread_id, explain=True))
+    await call(f"{phase}.recall_across", child.recall("hiking lake concise answers", top_k=8, across_threads=True))
+    await call(f"{phase}.recall_across_full", child.recall(
+        "hiking lake concise", top_k=8, message_range=2, across_threads=True, explain=True,
+        share_from_parent_thread_id=scope.thread_id, scoring=RecallScoringOptions(importance_weight=0.4)))
     await call(f"{phase}.recall_agent", agent.recall(
         "hiking lake", top_k=8, message_range=4, share_from_parent_thread_id=scope.thread_id))
     await call(f"{phase}.list", memory.vector_store.list_by_thread(scope, None, 200))
@@ -178,6 +182,16 @@ async def reads(call: Calls, phase: str, tenant: Tenant, memories: dict[str, Any
     await call(f"{phase}.count_child", memory.vector_store.count_by_thread(child.scope))
     await call(f"{phase}.export", memory.export_memory(scope))
     await call(f"{phase}.export_page", memory.export_memory(scope, limit=2))
+    resource = Scope(tenant.tenant_id, tenant.resource)
+    await call(f"{phase}.count_resource", memory.count_resource())
+    await call(f"{phase}.export_resource", memory.export_resource(resource))
+    await call(f"{phase}.export_resource_page", memory.export_resource(resource, limit=3))
+    await call(f"{phase}.list_resource", memory.vector_store.list_by_resource(resource, None, 200))
+    await call(f"{phase}.list_resource_page", memory.vector_store.list_by_resource(
+        resource, (child.scope.thread_id, 1, tenant.entry(20)), 5))
+    await call(f"{phase}.count_agent_resource", agent.count_resource())
+    await call(f"{phase}.retention_policy", memory.retention_policy())
+    await call(f"{phase}.retention_policy_resource", memories["profile"].retention_policy())
     for thread in ("bulk-a", "bulk-b"):
         bulk = Scope(tenant.tenant_id, tenant.resource, tenant.thread(thread))
         await call(f"{phase}.list_{thread}", memory.vector_store.list_by_thread(bulk, None, 200))
@@ -311,6 +325,14 @@ async def scenario(dsn: str, partitioned: bool) -> Run:
             await call("write.share", main.share_with(
                 child.scope.thread_id, [tenant.entry(1), tenant.entry(3), tenant.entry(4)],
                 expires_at=T0 + timedelta(days=1)))
+            await call("write.retention_policy", child.set_retention_policy(3650))
+            await call("write.retention_policy_resource", main.set_retention_policy(36500, resource_wide=True))
+            await call("write.remember_expiring", child.remember([
+                {"id": tenant.entry(21), "text": f"{tenant.word} expires soon", "ttl": timedelta(hours=1)},
+                {"id": tenant.entry(22), "text": f"{tenant.word} expires later", "expires_at": T0 + timedelta(days=9)}],
+                wait=True))
+            await call("write.remember_agent", agent.remember(
+                [{"id": tenant.entry(30), "text": f"{tenant.word} the helper agent's own note"}], wait=True))
             await call("write.share_agent", main.share_with(
                 agent.scope.thread_id, [tenant.entry(5)], child_resource_id=agent.scope.resource_id))
             kb = tenant.thread("kb")
@@ -340,7 +362,12 @@ async def scenario(dsn: str, partitioned: bool) -> Run:
             await call("change.rebuild", main.rebuild_index(batch_size=3))
             await call("change.retention", main.apply_retention(max_entries=4))
             await call("change.retention_age", child.apply_retention(max_age_days=0.01))
+            await call("change.retention_expired", child.apply_retention())
+            await call("change.resource_retention", main.apply_resource_retention(batch_size=4))
             await call("change.unshare", main.revoke_share(child.scope.thread_id))
+            agent = mine["agent"]
+            await call("change.forget_agent_resource", agent.forget_resource(
+                Scope(tenant.tenant_id, agent.scope.resource_id), batch_size=4))
             await call("change.reshare", main.share_with(child.scope.thread_id, [tenant.entry(4), tenant.entry(7)]))
             kb = tenant.thread("kb")
             await call("change.rag_delete_ids", store.delete(tenant.tenant_id, kb, ids=[f"{tenant.word}-handbook#1"]))

@@ -51,8 +51,11 @@ from ..checks import (
     entry_label,
     is_agent_resource,
     page_arguments,
+    real_number,
     record_arguments,
     reembed_arguments,
+    resource_cursor_arguments,
+    resource_entry_arguments,
     retention_arguments,
     scope_texts,
 )
@@ -77,6 +80,7 @@ from ..lexical import lexical_terms, query_terms
 from ..scoring import CANDIDATE_FACTOR, LEXICAL_WEIGHT, importance_used, recency, scoring_weights
 from ..types import (
     HARD_CAPS,
+    TRAVELLING_SCOPES,
     AdjacentEntry,
     ConsentChange,
     EmbeddingModel,
@@ -86,12 +90,13 @@ from ..types import (
     RecallHit,
     RecallResult,
     RecallScoringOptions,
+    RetentionPolicy,
     Scope,
     WorkingMemoryRecord,
     check_int_option,
 )
 from .rag import EmulatorRagStore
-from .rules import STORE_WORKING_MEMORY_BYTES, check_records
+from .rules import STORE_WORKING_MEMORY_BYTES, check_expiry_range, check_records
 from .vectors import float32, norm_squared
 from .vectors import similarity as cosine_similarity
 
@@ -127,6 +132,7 @@ class _Row:
     legal_hold: bool
     created_at: datetime
     updated_at: datetime
+    expires_at: datetime | None = None
 
     def consented(self, require_consent: bool) -> bool:
         """Visible, not revoked, and explicitly consented when ``require_consent``."""
@@ -136,7 +142,7 @@ class _Row:
         """Mirror of ``is_injectable_v1``: consented and not under legal hold."""
         return self.consented(require_consent) and not self.legal_hold
 
-    def record(self, invalidated: Sequence[str] = ()) -> tuple[MemoryRecord, list[str]]:
+    def record(self, invalidated: Sequence[str] = (), thread_id: str | None = None) -> tuple[MemoryRecord, list[str]]:
         consent = (
             None
             if self.consent_source is None
@@ -154,6 +160,7 @@ class _Row:
             self.legal_hold,
             self.created_at,
             self.updated_at,
+            thread_id,
         )
         return record, list(invalidated)
 
@@ -186,6 +193,8 @@ class MemoryVectorStore(EmulatorRagStore):
         self._grants: dict[tuple[str, str, str, str, str], tuple[frozenset[str], datetime | None]] = {}
         #: thread -> (model id, width) of its embedder, the embedding_model table's rows
         self._models: dict[tuple[str, str, str], tuple[str, int]] = {}
+        #: (tenant, resource, thread or '' for the resource) -> maximum age in days
+        self._policies: dict[tuple[str, str, str], float] = {}
         self._init_rag()
 
     @staticmethod
@@ -231,7 +240,7 @@ class MemoryVectorStore(EmulatorRagStore):
         return records
 
     def _check_model(self, scope: Scope, model: EmbeddingModel, parent_thread_id: str | None, now: datetime) -> None:
-        """Mirror of ``recall_guarded_v1``'s check: another model of the same width recorded by the thread (holding
+        """Mirror of ``recall_v3``'s model check (``p_model_id``): another model of the same width recorded by the thread (holding
         entries) or by the parent thread of a live grant to it (holding a granted entry) raises."""
         key = self._key(scope)
 
@@ -265,17 +274,17 @@ class MemoryVectorStore(EmulatorRagStore):
         self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None,
         model: EmbeddingModel | None = None,
     ) -> tuple[int, list[str]]:
-        """Mirror of ``use_embedding_model_v1`` (with a ``model``), then of ``remember_v1``: validate, upsert all
+        """Mirror of ``use_embedding_model_v1`` (with a ``model``), then of ``remember_v2``: validate, upsert all
         records, re-derive their tombstones, walk from the invalid ones."""
         scope_texts(scope)
         arguments = record_arguments(records)
         now = check_now(now)
         check_model(model, [len(values) for _, values in arguments])
         if not records:
-            self._key(scope)  # remember_v1 checks the scope before it returns for no entries
+            self._key(scope)  # remember_v2 checks the scope before it returns for no entries
             return 0, []
         models = self._use_model([scope], model)
-        checked = self._check_write(scope, records, arguments)
+        checked = self._check_write(scope, records, arguments, now)
         with self._restored_on_error([self._key(scope)]):
             written = await self._write(scope, records, *checked, now)
         self._models.update(models)
@@ -286,7 +295,7 @@ class MemoryVectorStore(EmulatorRagStore):
         model: EmbeddingModel | None = None,
     ) -> list[tuple[int, list[str]]]:
         """Mirror of ``use_embedding_model_v1`` for every thread with rows (with a ``model``), then of
-        ``remember_batch_v1``: each thread checked then written, in (resource, thread) code-point order, so the
+        ``remember_batch_v2``: each thread checked then written, in (resource, thread) code-point order, so the
         first failure is the one SQL meets; on a failure every thread of the batch is restored."""
         check_batch_writes(writes)
         arguments = {scope: record_arguments(records) for scope, records in writes}  # all types first, as Postgres
@@ -298,18 +307,19 @@ class MemoryVectorStore(EmulatorRagStore):
         results: dict[Scope, tuple[int, list[str]]] = {}
         with self._restored_on_error([self._key(scope) for scope in order]):
             for scope in order:
-                checked = self._check_write(scope, by_scope[scope], arguments[scope])
+                checked = self._check_write(scope, by_scope[scope], arguments[scope], now)
                 results[scope] = await self._write(scope, by_scope[scope], *checked, now)
         self._models.update(models)
         return [results.get(scope, (0, [])) for scope, _records in writes]
 
     def _check_write(
-        self, scope: Scope, records: Sequence[EntryRecord], arguments: list[tuple[str, np.ndarray]]
+        self, scope: Scope, records: Sequence[EntryRecord], arguments: list[tuple[str, np.ndarray]], now: datetime
     ) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
-        """remember_v1's checks, after :func:`record_arguments`, before anything is written: each record's
+        """remember_v2's checks, after :func:`record_arguments`, before anything is written: each record's
         stored metadata and float32 embedding."""
         self._key(scope)
         metadata = check_records(records)
+        check_expiry_range(records, now)
         vectors = [
             float32(values, f"{entry_label(position, record.id)}: embedding")
             for position, (record, (_, values)) in enumerate(zip(records, arguments), start=1)
@@ -326,11 +336,13 @@ class MemoryVectorStore(EmulatorRagStore):
         Writes replace rows rather than change them, so shallow copies suffice.
         """
         saved = [(key, dict(self._threads.get(key, {})), dict(self._tombstones.get(key, {}))) for key in keys]
+        grants = dict(self._grants)
         try:
             yield
         except BaseException:
             for key, rows, tombstones in saved:
                 self._threads[key], self._tombstones[key] = rows, tombstones
+            self._grants = grants
             raise
 
     async def _write(
@@ -370,6 +382,9 @@ class MemoryVectorStore(EmulatorRagStore):
                 legal_hold=existing.legal_hold if existing else False,
                 created_at=existing.created_at if existing else now,
                 updated_at=now,
+                expires_at=(as_utc(record.expires_at) if record.expires_at is not None
+                            else now + record.ttl if record.ttl is not None
+                            else existing.expires_at if existing else None),
             )
         rows.update(written)
         self._unshare(key, set(written))
@@ -407,6 +422,16 @@ class MemoryVectorStore(EmulatorRagStore):
     def _visible(self, key: tuple[str, str, str], row: _Row, require_consent: bool) -> bool:
         return row.injectable(require_consent) and row.id not in self._tombstones.get(key, {})
 
+    def _cutoff(self, key: tuple[str, str, str], now: datetime) -> datetime | None:
+        """Mirror of ``retention_cutoff_v1`` for the thread ``key`` (``None``: no policy covers it)."""
+        ages = [self._policies[policy] for policy in ((*key[:2], ""), key) if policy in self._policies]
+        return now - timedelta(days=min(ages)) if ages else None
+
+    def _live(self, key: tuple[str, str, str], row: _Row, now: datetime) -> bool:
+        """Mirror of ``is_live_v1``: not older than the policies of ``key`` allow, its ``expires_at`` still ahead."""
+        cutoff = self._cutoff(key, now)
+        return (cutoff is None or row.created_at >= cutoff) and (row.expires_at is None or row.expires_at > now)
+
     async def recall(
         self,
         scope: Scope,
@@ -419,32 +444,38 @@ class MemoryVectorStore(EmulatorRagStore):
         now: datetime | None = None,
         scoring: RecallScoringOptions | None = None,
         explain: bool = False,
+        across_threads: bool = False,
         model: EmbeddingModel | None = None,
     ) -> RecallResult:
-        """Mirror of ``recall_guarded_v1`` (with a ``model``: its check, then ``recall_v2``), else of ``recall_v2``: own thread plus live
-        grants, the consent gate, an exact scored scan, the optional composite re-rank of the top ``top_k * 4``,
-        adjacency, and gate counts."""
+        """Mirror of ``recall_v3``: own thread, the travelling entries of the resource's other threads
+        (``across_threads``; with a ``model``, not those of threads that recorded another model of its width)
+        and live grants, the consent and expiry gates, an exact scored scan, the optional composite re-rank of
+        the top ``top_k * 4``, adjacency within each hit's thread, and gate counts. With a ``model``, the
+        thread and the parent thread of a live grant must not hold another model's entries (``_check_model``)."""
         scope_texts(scope)
         values = embedding_values(query_embedding, "the query embedding")
         check_text(query_text, "the query text", InvalidQueryError)
-        if share_from_parent_thread_id is not None:  # the 256-byte cap is Python's: recall_v2 checks blank only
+        if share_from_parent_thread_id is not None:  # the 256-byte cap is Python's: recall_v3 checks blank only
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
-        scoring_numbers(scoring)
+        scoring = check_scoring(scoring)  # scoring_weights_v1 runs first, in recall_v3's declare
         check_bool(explain, "explain", LimitExceededError)
+        check_bool(across_threads, "across_threads", LimitExceededError)
         now = check_now(now)
         check_model(model, [len(values)])
-        if model is not None:
-            self._check_model(scope, model, share_from_parent_thread_id, now)
-        scoring = check_scoring(scoring)  # scoring_weights_v1 runs first, in recall_v2's declare
         key = self._key(scope)
         check_int_option("top_k", top_k, 1, HARD_CAPS["top_k"])
         check_int_option("message_range", message_range, 0, HARD_CAPS["message_range"])
         if len(query_text.encode("utf-8")) > HARD_CAPS["query_bytes"]:
             raise PayloadTooLargeError("the query text is over the 64 KiB hard cap")
-        if not query_text.strip():  # recall_v2: PM008
+        if not query_text.strip():  # recall_v3: PM008
             raise InvalidQueryError("the query text must not be blank")
         query = float32(values, "the query embedding")
         self._check_dimensions(self._threads.get(key, {}), query.shape[0])
+        foreign: set[tuple[str, str, str]] = set()  # threads whose entries another model of this width embedded
+        if model is not None:
+            self._check_model(scope, model, share_from_parent_thread_id, now)
+            foreign = {where for where, (model_id, width) in self._models.items()
+                       if width == model.dimensions and model_id != model.model_id}
 
         granted: dict[tuple[str, str, str], set[str]] = {}
         if share_from_parent_thread_id is not None:
@@ -454,14 +485,20 @@ class MemoryVectorStore(EmulatorRagStore):
                 ) and (expires_at is None or expires_at > now):
                     granted.setdefault((tenant, resource, parent), set()).update(ids)
 
+        # The resource's other threads (exact ids: never another resource, a derived one included).
+        others = [where for where in self._threads if where[:2] == key[:2] and where != key] if across_threads else []
+
         def in_scope(where: tuple[str, str, str], row: _Row) -> bool:
-            shared = row.id in granted.get(where, ()) and row.embedding.shape[0] == query.shape[0]
-            return where == key or shared
+            if where == key:
+                return True
+            travels = (across_threads and where[:2] == key[:2] and row.consent_scope in TRAVELLING_SCOPES
+                       and where not in foreign)
+            return (travels or row.id in granted.get(where, ())) and row.embedding.shape[0] == query.shape[0]
 
         def allowed(where: tuple[str, str, str], row: _Row) -> bool:
-            return in_scope(where, row) and self._visible(where, row, require_consent)
+            return in_scope(where, row) and self._visible(where, row, require_consent) and self._live(where, row, now)
 
-        pool = [(where, row) for where in dict.fromkeys([key, *granted])
+        pool = [(where, row) for where in dict.fromkeys([key, *others, *granted])
                 for row in self._threads.get(where, {}).values() if allowed(where, row)]
         terms = set(query_terms(query_text))
         query_norm_squared = norm_squared(query)
@@ -509,16 +546,19 @@ class MemoryVectorStore(EmulatorRagStore):
                 for where, row in ordered
             ]
         explanation = None
-        if explain:  # the thread's entries and those live grants name, each at the first gate it fails
+        if explain:  # the thread's, the other threads' (across) and the granted entries, each at its first gate
             removed: dict[str, int] = {}
-            named = [(where, row) for where, ids in granted.items() if where != key
-                     for row in self._threads.get(where, {}).values() if row.id in ids]
-            for where, row in [(key, row) for row in self._threads.get(key, {}).values()] + named:
+            counted = {(where, row.id): (where, row) for where in [key, *others]
+                       for row in self._threads.get(where, {}).values()}
+            counted.update({(where, row.id): (where, row) for where, ids in granted.items()
+                            for row in self._threads.get(where, {}).values() if row.id in ids})
+            for where, row in counted.values():
                 gate = (
                     "scope" if not in_scope(where, row)
                     else "hold" if row.legal_hold
                     else "consent" if not row.consented(require_consent)
                     else "invalidation" if row.id in self._tombstones.get(where, {})
+                    else "expiry" if not self._live(where, row, now)
                     else None
                 )
                 if gate is not None:
@@ -718,14 +758,13 @@ class MemoryVectorStore(EmulatorRagStore):
         batch_size: int,
         now: datetime | None = None,
     ) -> list[tuple[str, bool]]:
-        """Mirror of ``retention_candidates_v1``: oldest expired entries until ``batch_size`` unheld ones."""
+        """Mirror of ``retention_candidates_v2``: oldest expired entries (by expiry, the stored policies,
+        ``max_age_days`` or ``max_entries``) until ``batch_size`` unheld ones."""
         scope_texts(scope)
         max_age_days = retention_arguments(max_age_days, max_entries, batch_size)
         now = check_now(now)  # in UTC: 24-hour days, whatever the clock's time zone
         key = self._key(scope)
         check_int_option("batch_size", batch_size, 1, 64)
-        if max_age_days is None and max_entries is None:
-            raise LimitExceededError("retention needs max_age_days or max_entries")
         if (max_age_days is not None and not 0 <= max_age_days <= 36500) or (max_entries is not None and max_entries < 0):
             raise LimitExceededError("max_age_days must be within 0..36500 and max_entries >= 0")
         rows = sorted(self._threads.get(key, {}).values(), key=lambda row: (row.sequence, row.id))
@@ -734,7 +773,7 @@ class MemoryVectorStore(EmulatorRagStore):
         chosen: list[tuple[str, bool]] = []
         deletable = 0
         for row in rows:
-            expired = (cutoff is not None and row.created_at < cutoff) or (
+            expired = not self._live(key, row, now) or (cutoff is not None and row.created_at < cutoff) or (
                 max_entries is not None and newest_rank[row.id] > max_entries
             )
             if not expired:
@@ -746,18 +785,21 @@ class MemoryVectorStore(EmulatorRagStore):
         return chosen
 
     async def list_by_thread(
-        self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False
+        self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False,
+        now: datetime | None = None,
     ) -> list[MemoryRecord]:
-        """Mirror of ``list_entries_v1``: entries after the (sequence, id) cursor, at most ``limit`` (1..200)."""
+        """Mirror of ``list_entries_v2``: entries after the (sequence, id) cursor, at most ``limit`` (1..200)."""
         scope_texts(scope)
         after = page_arguments(after, limit, exportable)
+        now = check_now(now)
         key = self._key(scope)
         check_int_option("limit", limit, 1, 200)
         rows = sorted(self._threads.get(key, {}).values(), key=lambda row: (row.sequence, row.id))
         chosen = [
             row
             for row in rows
-            if (after is None or (row.sequence, row.id) > after) and (not exportable or self._visible(key, row, True))
+            if (after is None or (row.sequence, row.id) > after)
+            and (not exportable or (self._visible(key, row, True) and self._live(key, row, now)))
         ]
         return [row.record()[0] for row in chosen[:limit]]
 
@@ -765,6 +807,114 @@ class MemoryVectorStore(EmulatorRagStore):
         """Mirror of ``count_entries_v1``."""
         scope_texts(scope)
         return len(self._threads.get(self._key(scope), {}))
+
+    def _resource_rows(
+        self, scope: Scope, after: tuple[str, int, str] | None
+    ) -> list[tuple[tuple[str, str, str], _Row]]:
+        """The rows of every thread of ``scope``'s tenant and resource after the cursor, in (thread, sequence, id)
+        order, after the checks of ``assert_scope_v1`` (tenant and resource only) and ``assert_resource_cursor_v1``."""
+        check_scope(Scope(scope.tenant_id, scope.resource_id), thread_required=False)
+        if after is not None and (not after[0].strip() or not after[2].strip()):
+            raise LimitExceededError("a resource cursor is (thread_id, sequence, id), all given or none")
+        threads = sorted(key for key in self._threads if key[:2] == (scope.tenant_id, scope.resource_id))
+        return [(key, row) for key in threads
+                for row in sorted(self._threads[key].values(), key=lambda row: (row.sequence, row.id))
+                if after is None or (key[2], row.sequence, row.id) > after]
+
+    async def list_by_resource(
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, exportable: bool = False,
+        now: datetime | None = None,
+    ) -> list[MemoryRecord]:
+        """Mirror of ``list_resource_entries_v1``: the resource's entries after the (thread, sequence, id) cursor."""
+        scope_texts(scope)
+        after = resource_cursor_arguments(after)
+        check_int(limit, "limit", LimitExceededError, bits=32)
+        check_bool(exportable, "exportable", LimitExceededError)
+        now = check_now(now)
+        rows = self._resource_rows(scope, after)
+        check_int_option("limit", limit, 1, 200)
+        chosen = [row.record(thread_id=key[2])[0] for key, row in rows
+                  if not exportable or (self._visible(key, row, True) and self._live(key, row, now))]
+        return chosen[:limit]
+
+    async def count_by_resource(self, scope: Scope) -> int:
+        """Mirror of ``count_resource_entries_v1``."""
+        scope_texts(scope)
+        check_scope(Scope(scope.tenant_id, scope.resource_id), thread_required=False)
+        return sum(len(rows) for key, rows in self._threads.items() if key[:2] == (scope.tenant_id, scope.resource_id))
+
+    async def invalidate_resource(
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, expired_only: bool = False,
+        now: datetime | None = None,
+    ) -> list[tuple[str, str, int, bool, bool]]:
+        """Mirror of ``invalidate_resource_v1``: the next batch (of expired entries, ``expired_only``) tombstoned
+        thread by thread (``invalidate``, reason 'deleted' or 'expired', held entries skipped), all or nothing."""
+        scope_texts(scope)
+        after = resource_cursor_arguments(after)
+        check_int(limit, "limit", LimitExceededError, bits=32)
+        check_bool(expired_only, "expired_only", LimitExceededError)
+        now = check_now(now)
+        rows = self._resource_rows(scope, after)
+        check_int_option("limit", limit, 1, 64)
+        picked = [(key, row) for key, row in rows if not expired_only or not self._live(key, row, now)][:limit]
+        by_thread: dict[tuple[str, str, str], list[str]] = {}
+        for key, row in picked:
+            if not row.legal_hold:
+                by_thread.setdefault(key, []).append(row.id)
+        reached: list[tuple[tuple[str, str, str], str]] = []
+        with self._restored_on_error(list(by_thread)):
+            for key in sorted(by_thread):
+                thread = Scope(*key)
+                reason = "expired" if expired_only else "deleted"
+                reached += [(key, entry_id) for entry_id in await self.invalidate(thread, by_thread[key], reason, now)]
+        result = [(key[2], row.id, row.sequence, row.legal_hold, True) for key, row in picked]
+        seen = {(key, row.id) for key, row in picked}
+        others = sorted({(key, entry_id) for key, entry_id in reached if (key, entry_id) not in seen},
+                        key=lambda item: (item[0][2], self._threads[item[0]][item[1]].sequence, item[1]))
+        return result + [(key[2], entry_id, self._threads[key][entry_id].sequence,
+                          self._threads[key][entry_id].legal_hold, False) for key, entry_id in others]
+
+    async def purge_resource(self, scope: Scope, entries: Sequence[tuple[str, str]]) -> int:
+        """Mirror of ``purge_resource_v1``: ``purge`` thread by thread (in code-point order), all or nothing."""
+        scope_texts(scope)
+        threads, ids = resource_entry_arguments(entries)
+        check_scope(Scope(scope.tenant_id, scope.resource_id), thread_required=False)
+        if not 1 <= len(ids) <= 64:
+            raise LimitExceededError(f"purge_resource: between 1 and 64 (thread, id) pairs per call, got {len(ids)}")
+        by_thread: dict[str, list[str]] = {}
+        for thread_id, entry_id in zip(threads, ids):
+            by_thread.setdefault(thread_id, []).append(entry_id)
+        keys = [(scope.tenant_id, scope.resource_id, thread_id) for thread_id in by_thread]
+        deleted = 0
+        with self._restored_on_error(keys):
+            for thread_id in sorted(by_thread):
+                deleted += await self.purge(Scope(scope.tenant_id, scope.resource_id, thread_id), by_thread[thread_id])
+        return deleted
+
+    async def set_retention_policy(
+        self, scope: Scope, max_age_days: float | None, now: datetime | None = None
+    ) -> float | None:
+        """Mirror of ``set_retention_policy_v1``: the thread's policy, or the resource's when the scope has no thread."""
+        scope_texts(scope)
+        max_age_days = real_number(max_age_days, "max_age_days", LimitExceededError)
+        check_now(now)
+        check_scope(scope, thread_required=False)
+        if max_age_days is not None and not 0 <= max_age_days <= 36500:
+            raise LimitExceededError(f"max_age_days must be a number from 0 to 36500, got {max_age_days!r}")
+        key = (scope.tenant_id, scope.resource_id, scope.thread_id or "")
+        if max_age_days is None:
+            self._policies.pop(key, None)
+        else:
+            self._policies[key] = max_age_days
+        return max_age_days
+
+    async def get_retention_policy(self, scope: Scope) -> RetentionPolicy:
+        """Mirror of ``get_retention_policy_v1``."""
+        scope_texts(scope)
+        check_scope(scope, thread_required=False)
+        return RetentionPolicy(self._policies.get((scope.tenant_id, scope.resource_id, "")),
+                               None if scope.thread_id is None
+                               else self._policies.get((scope.tenant_id, scope.resource_id, scope.thread_id)))
 
     async def reembed(
         self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]],

@@ -27,6 +27,12 @@ class Queries:
     retention_candidates: sql.Composed
     list_entries: sql.Composed
     count_entries: sql.Composed
+    list_resource_entries: sql.Composed
+    count_resource_entries: sql.Composed
+    invalidate_resource: sql.Composed
+    purge_resource: sql.Composed
+    set_retention_policy: sql.Composed
+    get_retention_policy: sql.Composed
     reembed: sql.Composed
     share_with: sql.Composed
     rag_upsert: sql.Composed
@@ -39,7 +45,6 @@ class Queries:
     rag_set_source_access: sql.Composed
     rag_check_source_access: sql.Composed
     use_embedding_model: sql.Composed
-    recall_guarded: sql.Composed
 
 
 #: The columns of a RAG match (rag_query_v1, rag_lexical_query_v1), in order.
@@ -49,15 +54,8 @@ READ_ARGS = (
     "p_filter => %s::jsonb, p_acl => %s::boolean, p_principal_id => %s::text, "
     "p_group_ids => %s::text[], p_generation => %s::bigint)"
 )
-#: The columns of a recall row (recall_v2, recall_guarded_v1), in order.
+#: The columns of a recall row (recall_v3), in order.
 RECALL = "kind, rank, resource_id, thread_id, id, text, metadata, sequence, importance, similarity, lexical, recency, score"
-#: The arguments recall_v2 and recall_guarded_v1 share after the query embedding.
-RECALL_ARGS = (
-    "p_query_text => %s::text, p_top_k => %s::integer, p_message_range => %s::integer, "
-    "p_require_consent => %s::boolean, p_share_parent_thread_id => %s::text, p_now => %s::timestamptz, "
-    "p_recency_weight => %s::float8, p_importance_weight => %s::float8, p_half_life_ms => %s::float8, "
-    "p_explain => %s::boolean)"
-)
 #: The columns of ``entry_record_v1``, in order.
 RECORD = "id, text, metadata, sequence, importance, consent_source, consent_scope, consent_visible, consent_granted_at, consent_revoked_at, legal_hold, created_at, updated_at, invalidated"
 
@@ -88,23 +86,29 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "p_data => %s::jsonb, p_expected_version => %s::bigint)"
         ),
         remember=q(
-            "select written, invalidated from {s}.remember_v1("
+            "select written, invalidated from {s}.remember_v2("
             "p_tenant_id => %b::text, p_resource_id => %b::text, p_thread_id => %b::text, "
             "p_ids => %b::text[], p_texts => %b::text[], p_embeddings => %b::{vector}[], "
             "p_metadata => %b::jsonb[], p_sequences => %b::bigint[], p_importance => %b::float8[], "
-            "p_consent => %b::jsonb[], p_now => %b::timestamptz)"
+            "p_consent => %b::jsonb[], p_expires_at => %b::timestamptz[], p_ttl => %b::interval[], "
+            "p_now => %b::timestamptz)"
         ),
         remember_batch=q(
-            "select resource_id, thread_id, written, invalidated from {s}.remember_batch_v1("
+            "select resource_id, thread_id, written, invalidated from {s}.remember_batch_v2("
             "p_tenant_id => %b::text, p_resource_ids => %b::text[], p_thread_ids => %b::text[], "
             "p_ids => %b::text[], p_texts => %b::text[], p_embeddings => %b::{vector}[], "
             "p_metadata => %b::jsonb[], p_sequences => %b::bigint[], p_importance => %b::float8[], "
-            "p_consent => %b::jsonb[], p_now => %b::timestamptz)"
+            "p_consent => %b::jsonb[], p_expires_at => %b::timestamptz[], p_ttl => %b::interval[], "
+            "p_now => %b::timestamptz)"
         ),
         recall=q(
-            f"select {RECALL} from {{s}}.recall_v2("
+            f"select {RECALL} from {{s}}.recall_v3("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
-            f"p_query_embedding => %b::{{vector}}, {RECALL_ARGS}"
+            "p_query_embedding => %b::{vector}, p_query_text => %s::text, "
+            "p_top_k => %s::integer, p_message_range => %s::integer, p_require_consent => %s::boolean, "
+            "p_share_parent_thread_id => %s::text, p_across_threads => %s::boolean, p_now => %s::timestamptz, "
+            "p_recency_weight => %s::float8, p_importance_weight => %s::float8, p_half_life_ms => %s::float8, "
+            "p_explain => %s::boolean, p_model_id => %s::text)"
         ),
         invalidate=q(
             "select entry_id from {s}.invalidate_v1("
@@ -127,19 +131,47 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "p_text => %s::text, p_embedding => %b::{vector}, p_now => %s::timestamptz)"
         ),
         retention_candidates=q(
-            "select entry_id, held from {s}.retention_candidates_v1("
+            "select entry_id, held from {s}.retention_candidates_v2("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
             "p_max_age_days => %s::float8, p_max_entries => %s::integer, p_batch_size => %s::integer, "
             "p_now => %s::timestamptz)"
         ),
         list_entries=q(
-            f"select {RECORD} from {{s}}.list_entries_v1("
+            f"select {RECORD} from {{s}}.list_entries_v2("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
             "p_after_sequence => %s::bigint, p_after_id => %s::text, p_limit => %s::integer, "
-            "p_exportable => %s::boolean)"
+            "p_exportable => %s::boolean, p_now => %s::timestamptz)"
         ),
         count_entries=q(
             "select {s}.count_entries_v1(p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text)"
+        ),
+        list_resource_entries=q(
+            "select thread_id, id, text, metadata, sequence, importance, consent_source, consent_scope, "
+            "consent_visible, consent_granted_at, consent_revoked_at, legal_hold, created_at, updated_at "
+            "from {s}.list_resource_entries_v1(p_tenant_id => %s::text, p_resource_id => %s::text, "
+            "p_after_thread_id => %s::text, p_after_sequence => %s::bigint, p_after_id => %s::text, "
+            "p_limit => %s::integer, p_exportable => %s::boolean, p_now => %s::timestamptz)"
+        ),
+        count_resource_entries=q(
+            "select {s}.count_resource_entries_v1(p_tenant_id => %s::text, p_resource_id => %s::text)"
+        ),
+        invalidate_resource=q(
+            "select thread_id, entry_id, sequence, held, picked from {s}.invalidate_resource_v1("
+            "p_tenant_id => %s::text, p_resource_id => %s::text, p_after_thread_id => %s::text, "
+            "p_after_sequence => %s::bigint, p_after_id => %s::text, p_limit => %s::integer, "
+            "p_expired_only => %s::boolean, p_now => %s::timestamptz)"
+        ),
+        purge_resource=q(
+            "select {s}.purge_resource_v1(p_tenant_id => %s::text, p_resource_id => %s::text, "
+            "p_thread_ids => %s::text[], p_ids => %s::text[])"
+        ),
+        set_retention_policy=q(
+            "select {s}.set_retention_policy_v1(p_tenant_id => %s::text, p_resource_id => %s::text, "
+            "p_thread_id => %s::text, p_max_age_days => %s::float8, p_now => %s::timestamptz)"
+        ),
+        get_retention_policy=q(
+            "select resource_max_age_days, thread_max_age_days from {s}.get_retention_policy_v1("
+            "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text)"
         ),
         reembed=q(
             "select {s}.reembed_v1("
@@ -187,12 +219,6 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
         use_embedding_model=q(
             "select {s}.use_embedding_model_v1(p_tenant_id => %s::text, p_resource_ids => %s::text[], "
             "p_thread_ids => %s::text[], p_model_id => %s::text, p_dimensions => %s::integer, p_switch => %s::boolean)"
-        ),
-        recall_guarded=q(
-            f"select {RECALL} from {{s}}.recall_guarded_v1("
-            "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
-            "p_model_id => %s::text, p_dimensions => %s::integer, "
-            f"p_query_embedding => %b::{{vector}}, {RECALL_ARGS}"
         ),
         rag_check_source_access=q(
             "select {s}.rag_check_source_access_v1(p_tenant_id => %s::text, p_source_id => %s::text, "

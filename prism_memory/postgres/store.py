@@ -31,8 +31,11 @@ from ..checks import (
     consent_change_arguments,
     correction_arguments,
     page_arguments,
+    real_number,
     record_arguments,
     reembed_arguments,
+    resource_cursor_arguments,
+    resource_entry_arguments,
     retention_arguments,
     scope_texts,
     scoring_numbers,
@@ -62,6 +65,7 @@ from ..types import (
     RecallHit,
     RecallResult,
     RecallScoringOptions,
+    RetentionPolicy,
     Scope,
     WorkingMemoryRecord,
 )
@@ -114,7 +118,7 @@ class _PostgresBase:
 
 
 class PostgresVectorStore(_PostgresBase, PostgresRagStore):
-    """:class:`prism_memory.stores.VectorStore` over ``remember_v1`` / ``recall_v2`` and friends, and
+    """:class:`prism_memory.stores.VectorStore` over ``remember_v2`` / ``recall_v3`` and friends, and
     :class:`prism_memory.stores.RagVectorStore` over the ``rag_*_v1`` functions (:class:`PostgresRagStore`).
 
     Python checks only what SQL cannot see (:mod:`prism_memory.checks`: types
@@ -132,7 +136,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None,
         model: EmbeddingModel | None = None,
     ) -> tuple[int, list[str]]:
-        """One ``remember_v1`` call (after ``use_embedding_model_v1`` with a ``model``, in its transaction): the
+        """One ``remember_v2`` call (after ``use_embedding_model_v1`` with a ``model``, in its transaction): the
         batch is written in one transaction or not at all."""
         scope_ids = _scope(scope)
         arrays = _entry_arrays(records)
@@ -146,7 +150,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None,
         model: EmbeddingModel | None = None,
     ) -> list[tuple[int, list[str]]]:
-        """One ``remember_batch_v1`` call for all of ``writes`` (one tenant); each thread's rows go contiguously.
+        """One ``remember_batch_v2`` call for all of ``writes`` (one tenant); each thread's rows go contiguously.
         With a ``model``, ``use_embedding_model_v1`` guards every thread that gets rows, in the same transaction."""
         check_batch_writes(writes)
         records = [record for _, batch in writes for record in batch]
@@ -183,35 +187,38 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         now: datetime | None = None,
         scoring: RecallScoringOptions | None = None,
         explain: bool = False,
+        across_threads: bool = False,
         model: EmbeddingModel | None = None,
     ) -> RecallResult:
-        """One ``recall_v2`` call, or with a ``model`` one ``recall_guarded_v1`` call (the embedding-model guard,
-        then ``recall_v2``); rows come back hits first (by rank), then gate counts, then adjacent entries."""
+        """One ``recall_v3`` call (with a ``model``, the embedding-model guard in the same call); rows come back
+        hits first (by rank), then gate counts, then adjacent entries."""
         scope_ids = _scope(scope)
         vector = embedding_values(query_embedding, "the query embedding")
         check_text(query_text, "the query text", InvalidQueryError)
-        if share_from_parent_thread_id is not None:  # recall_v2 checks it is not blank, not its 256-byte cap
+        if share_from_parent_thread_id is not None:  # recall_v3 checks it is not blank, not its 256-byte cap
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         scoring = scoring_numbers(scoring)
         check_bool(explain, "explain", LimitExceededError)
+        check_bool(across_threads, "across_threads", LimitExceededError)
         now = check_now(now)
         check_model(model, [len(vector)])
         rows = await self._fetch(
-            self.queries.recall if model is None else self.queries.recall_guarded,
+            self.queries.recall,
             (
                 *scope_ids,
-                *(() if model is None else (model.model_id, model.dimensions)),
                 np.asarray(vector, dtype=np.float32),
                 query_text,
                 top_k,
                 message_range,
                 require_consent,
                 share_from_parent_thread_id,
+                across_threads,
                 now,
                 None if scoring is None else scoring.recency_weight,
                 None if scoring is None else scoring.importance_weight,
                 None if scoring is None else scoring.half_life_ms,
                 explain,
+                None if model is None else model.model_id,
             ),
             read=True,
         )
@@ -306,7 +313,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         batch_size: int,
         now: datetime | None = None,
     ) -> list[tuple[str, bool]]:
-        """One ``retention_candidates_v1`` call: ``[(entry_id, held)]`` oldest first."""
+        """One ``retention_candidates_v2`` call: ``[(entry_id, held)]`` oldest first."""
         scope_ids = _scope(scope)
         max_age_days = retention_arguments(max_age_days, max_entries, batch_size)
         rows = await self._fetch(
@@ -316,13 +323,15 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         return [(entry_id, held) for entry_id, held in rows]
 
     async def list_by_thread(
-        self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False
+        self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False,
+        now: datetime | None = None,
     ) -> list[MemoryRecord]:
-        """One ``list_entries_v1`` call: at most ``limit`` (1..200) entries after the (sequence, id) cursor."""
+        """One ``list_entries_v2`` call: at most ``limit`` (1..200) entries after the (sequence, id) cursor."""
         scope_ids = _scope(scope)
         after_sequence, after_id = page_arguments(after, limit, exportable) or (None, None)
         rows = await self._fetch(
-            self.queries.list_entries, (*scope_ids, after_sequence, after_id, limit, exportable), read=True
+            self.queries.list_entries, (*scope_ids, after_sequence, after_id, limit, exportable, check_now(now)),
+            read=True,
         )
         return [_record(row)[0] for row in rows]
 
@@ -330,6 +339,64 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         """One ``count_entries_v1`` call."""
         [(count,)] = await self._fetch(self.queries.count_entries, _scope(scope), read=True)
         return int(count)
+
+    async def list_by_resource(
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, exportable: bool = False,
+        now: datetime | None = None,
+    ) -> list[MemoryRecord]:
+        """One ``list_resource_entries_v1`` call: at most ``limit`` (1..200) entries of the resource's threads after
+        the (thread_id, sequence, id) cursor, each naming its thread."""
+        tenant_id, resource_id, _thread = _scope(scope)
+        after = resource_cursor_arguments(after)
+        check_int(limit, "limit", LimitExceededError, bits=32)
+        check_bool(exportable, "exportable", LimitExceededError)
+        rows = await self._fetch(
+            self.queries.list_resource_entries,
+            (tenant_id, resource_id, *(after or (None, None, None)), limit, exportable, check_now(now)),
+            read=True,
+        )
+        return [_record((*row[1:], None), row[0])[0] for row in rows]
+
+    async def count_by_resource(self, scope: Scope) -> int:
+        """One ``count_resource_entries_v1`` call."""
+        tenant_id, resource_id, _thread = _scope(scope)
+        [(count,)] = await self._fetch(self.queries.count_resource_entries, (tenant_id, resource_id), read=True)
+        return int(count)
+
+    async def invalidate_resource(
+        self, scope: Scope, after: tuple[str, int, str] | None, limit: int, expired_only: bool = False,
+        now: datetime | None = None,
+    ) -> list[tuple[str, str, int, bool, bool]]:
+        """One ``invalidate_resource_v1`` call: ``(thread_id, entry_id, sequence, held, picked)`` rows."""
+        tenant_id, resource_id, _thread = _scope(scope)
+        after = resource_cursor_arguments(after)
+        check_int(limit, "limit", LimitExceededError, bits=32)
+        check_bool(expired_only, "expired_only", LimitExceededError)
+        rows = await self._fetch(
+            self.queries.invalidate_resource,
+            (tenant_id, resource_id, *(after or (None, None, None)), limit, expired_only, check_now(now)),
+        )
+        return [(thread_id, entry_id, int(sequence), held, picked) for thread_id, entry_id, sequence, held, picked in rows]
+
+    async def purge_resource(self, scope: Scope, entries: Sequence[tuple[str, str]]) -> int:
+        """One ``purge_resource_v1`` call: deletes tombstoned, unheld bodies across the resource's threads."""
+        tenant_id, resource_id, _thread = _scope(scope)
+        threads, ids = resource_entry_arguments(entries)
+        [(deleted,)] = await self._fetch(self.queries.purge_resource, (tenant_id, resource_id, threads, ids))
+        return int(deleted)
+
+    async def set_retention_policy(
+        self, scope: Scope, max_age_days: float | None, now: datetime | None = None
+    ) -> float | None:
+        """One ``set_retention_policy_v1`` call (the scope's thread, or its resource without one)."""
+        max_age_days = real_number(max_age_days, "max_age_days", LimitExceededError)
+        [(stored,)] = await self._fetch(self.queries.set_retention_policy, (*_scope(scope), max_age_days, check_now(now)))
+        return stored
+
+    async def get_retention_policy(self, scope: Scope) -> RetentionPolicy:
+        """One ``get_retention_policy_v1`` call."""
+        [(resource_days, thread_days)] = await self._fetch(self.queries.get_retention_policy, _scope(scope), read=True)
+        return RetentionPolicy(resource_days, thread_days)
 
     async def reembed(
         self, scope: Scope, ids: Sequence[str], texts: Sequence[str], embeddings: Sequence[Sequence[float]],
@@ -360,9 +427,9 @@ def _ids(ids: object) -> list[str]:
 
 
 def _entry_arrays(records: Sequence[EntryRecord]) -> tuple[list[Any] | None, ...]:
-    """The parallel arrays remember_v1 / remember_batch_v1 take, ready to send in binary: ids, texts,
-    embeddings, metadata, sequences, importance, consent. An optional column that is absent for every
-    record is sent as one NULL array (which the functions read as absent for each entry)."""
+    """The parallel arrays remember_v2 / remember_batch_v2 take, ready to send in binary: ids, texts,
+    embeddings, metadata, sequences, importance, consent, expires_at, ttl. An optional column that is absent
+    for every record is sent as one NULL array (which the functions read as absent for each entry)."""
 
     def optional(values: list[Any]) -> list[Any] | None:
         return None if all(value is None for value in values) else values
@@ -376,6 +443,8 @@ def _entry_arrays(records: Sequence[EntryRecord]) -> tuple[list[Any] | None, ...
         optional([record.sequence for record in records]),
         optional([None if record.importance is None else float(record.importance) for record in records]),
         optional([None if record.consent is None else Jsonb(_consent_json(record.consent)) for record in records]),
+        optional([as_utc(record.expires_at) for record in records]),
+        optional([record.ttl for record in records]),
     )
 
 
@@ -385,7 +454,7 @@ def _as_is(document: str) -> str:
 
 
 def _consent_json(consent: MemoryConsent) -> dict[str, Any]:
-    """A consent as ``remember_v1`` reads it (timestamps in ISO 8601 with their offset)."""
+    """A consent as ``remember_v2`` reads it (timestamps in ISO 8601 with their offset)."""
     return {
         "source": consent.source,
         "scope": consent.scope,
@@ -395,13 +464,14 @@ def _consent_json(consent: MemoryConsent) -> dict[str, Any]:
     }
 
 
-def _record(row: Sequence[Any]) -> tuple[MemoryRecord, list[str]]:
-    """An ``entry_record_v1`` row as (record, invalidated ids)."""
+def _record(row: Sequence[Any], thread_id: str | None = None) -> tuple[MemoryRecord, list[str]]:
+    """An ``entry_record_v1`` row as (record, invalidated ids); ``thread_id`` for a resource-wide read."""
     (entry_id, text, metadata, sequence, importance, source, scope, visible, granted_at, revoked_at,
      legal_hold, created_at, updated_at, invalidated) = row
     consent = None if source is None else MemoryConsent(source, scope, visible, as_utc(granted_at), as_utc(revoked_at))
     record = MemoryRecord(
-        entry_id, text, metadata, sequence, importance, consent, legal_hold, as_utc(created_at), as_utc(updated_at)
+        entry_id, text, metadata, sequence, importance, consent, legal_hold, as_utc(created_at), as_utc(updated_at),
+        thread_id,
     )
     return record, list(invalidated or [])
 

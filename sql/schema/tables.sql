@@ -17,6 +17,18 @@ create type {{schema}}.entry_record_v1 as (
   consent_granted_at timestamptz, consent_revoked_at timestamptz, legal_hold boolean,
   created_at timestamptz, updated_at timestamptz, invalidated text[]);
 
+-- One candidate hit of recall_v3: the row scored (its ctid, joined back in the
+-- same snapshot), where it lives, and its score's components.
+create type {{schema}}.recall_candidate_v1 as (
+  row_id tid, resource_id text, thread_id text, id text, sequence bigint, importance double precision,
+  created_at timestamptz, similarity double precision, lexical double precision);
+
+-- One row recall_v3 read (a probe), before its lexical leg, tombstones and
+-- expiry: recall_top_v1 takes them from there.
+create type {{schema}}.recall_probe_v1 as (
+  row_id tid, resource_id text, thread_id text, id text, sequence bigint, importance double precision,
+  created_at timestamptz, similarity double precision, text_tsv tsvector, expires_at timestamptz);
+
 -- Working memory: one versioned JSON document per tenant/resource, or per
 -- tenant/resource/thread. thread_id = '' is the resource-scoped record.
 create table {{working}} (
@@ -55,6 +67,9 @@ create table {{entries}} (
   updated_at         timestamptz not null default now(),
   text_tsv           tsvector    generated always as
                        (array_to_tsvector({{schema}}.lexical_terms_v2(text))) stored,
+  -- When the entry stops being recalled, exported or injected (remember_v2's
+  -- expires_at or ttl); NULL: never by itself. Revision 0012 added it.
+  expires_at         timestamptz,
   primary key (tenant_id, resource_id, thread_id, id)
 );
 alter table {{entries}} alter column embedding set storage {{embedding_storage}};
@@ -63,6 +78,10 @@ alter table {{entries}} alter column embedding set storage {{embedding_storage}}
 create index {{entries_scope_idx}} on {{entries}} (tenant_id, resource_id, thread_id, sequence);
 create index {{entries_tsv_idx}} on {{entries}} using gin (text_tsv);
 create index {{entries_lineage_idx}} on {{entries}} using gin ((metadata -> '_lineage' -> 'sourceIds'));
+-- Recall across threads: the entries whose consent lets them leave their
+-- thread (leaves_thread_v1), by resource and thread (the travellers).
+create index {{entries_travel_idx}} on {{entries}} (tenant_id, resource_id, thread_id)
+  where coalesce(consent_scope in ('profile', 'user'), false);
 -- tenant, resource and thread are strongly correlated: without these the planner
 -- multiplies their selectivities and expects a few rows per thread.
 create statistics {{entries_scope_stats}} (ndistinct, dependencies)
@@ -127,6 +146,25 @@ create index {{share_grant_child_idx}} on {{share_grant}}
   (tenant_id, child_resource_id, child_thread_id, parent_thread_id);
 alter table {{share_grant}} enable row level security;
 create policy tenant_isolation on {{share_grant}}
+  using (tenant_id = current_setting('prism_memory.tenant_id', true))
+  with check (tenant_id = current_setting('prism_memory.tenant_id', true));
+
+-- Stored retention policies: the maximum age (24-hour days since created_at)
+-- of a resource's entries (thread_id = '') or of one thread's. Recall, export
+-- and the context gate leave out an entry older than any policy that covers
+-- it, the moment it passes (retention_cutoff_v1); the sweep
+-- (retention_candidates_v2) then deletes it.
+create table {{retention_policy}} (
+  tenant_id    text             not null,
+  resource_id  text             not null,
+  thread_id    text             not null default '',
+  max_age_days double precision not null check (max_age_days between 0 and 36500),
+  created_at   timestamptz      not null default now(),
+  updated_at   timestamptz      not null default now(),
+  primary key (tenant_id, resource_id, thread_id)
+);
+alter table {{retention_policy}} enable row level security;
+create policy tenant_isolation on {{retention_policy}}
   using (tenant_id = current_setting('prism_memory.tenant_id', true))
   with check (tenant_id = current_setting('prism_memory.tenant_id', true));
 

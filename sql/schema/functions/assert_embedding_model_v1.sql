@@ -1,6 +1,6 @@
 -- Raises PM017 unless p_model_id is a non-blank string of at most 256 bytes
 -- and p_dimensions a width in 1..16000: the embedder identity the guard
--- functions take (use_embedding_model_v1, recall_guarded_v1), as
+-- takes (use_embedding_model_v1, recall_v3's p_model_id), as
 -- prism_memory.checks.check_model checks it.
 create or replace function {{schema}}.assert_embedding_model_v1(p_model_id text, p_dimensions integer)
 returns void

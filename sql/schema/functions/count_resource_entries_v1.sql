@@ -1,0 +1,17 @@
+-- API function (prism_memory/operations.py; security definer, see recall_v3).
+--
+-- How many entries every thread of the tenant and resource holds (exact ids:
+-- a derived resource is another one), tombstoned and held ones included: what
+-- is stored.
+create or replace function {{schema}}.count_resource_entries_v1(p_tenant_id text, p_resource_id text)
+returns bigint
+language plpgsql stable security definer
+set search_path from current
+as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
+begin
+  perform assert_scope_v1(p_tenant_id, p_resource_id, null, false);
+  return (select count(*) from {{entries}} e where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id);
+end;
+$$;

@@ -1,0 +1,227 @@
+"""Expiry enforced at read time, on both backends: an entry's ``expires_at`` or ``ttl``, and stored retention
+policies of a resource or a thread, take an entry out of recall, export and the context gate the moment they
+pass; the sweep then deletes it (compare langgraph PR#8354, where expired but unswept items were returned).
+
+Look-alike scopes (``a_b``/``a-b``, ``acme``/``acme-corp``) and distinct ids per scope.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import psycopg
+import pytest
+from prism_memory import LimitExceededError, MemoryConsent, MemoryLineage, RetentionPolicy, Scope
+
+from parity import Clock, Raised
+from test_tenant_roles import grant, needs_bindings, role  # noqa: F401 (the role fixture)
+from test_least_privilege import as_role
+
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
+USER = MemoryConsent(scope="user")
+
+
+def seen(result) -> list[str]:
+    return sorted(hit.id for hit in result.hits)
+
+
+async def test_an_entry_expires_the_moment_its_time_passes(backends):
+    async def scenario(backend):
+        clock = Clock(T0)
+        memory = backend.memory(tenant_id="acme", resource_id="a_b", thread_id="t1", clock=clock)
+        await memory.remember([
+            {"id": "a_b-ttl", "text": "pizza on friday", "consent": USER, "ttl": timedelta(hours=1)},
+            {"id": "a_b-at", "text": "pizza on saturday", "consent": USER, "expires_at": T0 + timedelta(hours=2)},
+            {"id": "a_b-kept", "text": "pizza forever", "consent": USER},
+        ], wait=True)
+        provider = memory.create_context_provider(working=False)
+        states = {}
+        for label, delta in (("before", timedelta(0)), ("at the ttl", timedelta(hours=1)),
+                             ("just before expires_at", timedelta(hours=2) - timedelta(microseconds=1)),
+                             ("at expires_at", timedelta(hours=2))):
+            clock.now = T0 + delta
+            explained = await memory.recall("pizza", top_k=8, explain=True)
+            states[label] = {
+                "recall": seen(explained),
+                "removed": explained.explanation.removed["expiry"],
+                "export": [record.id for record in (await memory.export_memory(memory.scope)).entries],
+                "resource export": [record.id for record in (await memory.export_resource(
+                    Scope("acme", "a_b"))).entries],
+                "context": sorted(id_ for block in await provider.provide("pizza") for id_ in block.entry_ids),
+                "stored": await memory.count_resource(),
+            }
+        return states
+
+    states = await backends.run(scenario)
+    assert states["before"]["recall"] == ["a_b-at", "a_b-kept", "a_b-ttl"]
+    assert states["at the ttl"]["recall"] == ["a_b-at", "a_b-kept"] and states["at the ttl"]["removed"] == 1
+    assert states["just before expires_at"]["recall"] == ["a_b-at", "a_b-kept"]
+    final = states["at expires_at"]
+    assert final == {"recall": ["a_b-kept"], "removed": 2, "export": ["a_b-kept"], "resource export": ["a_b-kept"],
+                     "context": ["a_b-kept"], "stored": 3}  # gone from every read, still stored until the sweep
+
+
+async def test_a_stored_policy_hides_an_old_entry_at_once_and_the_sweep_deletes_it(backends):
+    async def scenario(backend):
+        clock = Clock(T0)
+        hooked = []
+        memory = backend.memory(tenant_id="acme", resource_id="a_b", thread_id="t1", clock=clock,
+                                on_invalidate=hooked.append)
+        await memory.remember([{"id": "a_b-old", "text": "forty days old note", "consent": USER},
+                               {"id": "a_b-summary", "text": "summary of the old note", "consent": USER,
+                                "lineage": MemoryLineage(("a_b-old",))}], wait=True)
+        clock.now = T0 + timedelta(days=35)
+        await memory.remember([{"id": "a_b-new", "text": "five days old note", "consent": USER}], wait=True)
+        clock.now = T0 + timedelta(days=40)
+        before = seen(await memory.recall("note", top_k=8))
+        await memory.set_retention_policy(30)  # no sweep: the 40-day-old entries leave every read at once
+        after = seen(await memory.recall("note", top_k=8))
+        policy = await memory.retention_policy()
+        swept = await memory.apply_retention()
+        again = await memory.apply_retention()
+        await memory.set_retention_policy(None)
+        return before, after, policy, swept, again, hooked, await memory.count_resource(), await memory.retention_policy()
+
+    before, after, policy, swept, again, hooked, stored, removed = await backends.run(scenario)
+    assert before == ["a_b-new", "a_b-old", "a_b-summary"] and after == ["a_b-new"]
+    assert policy == {"resource_max_age_days": None, "thread_max_age_days": 30.0}
+    assert swept == {"deleted": 2, "scanned": 2} and again == {"deleted": 0, "scanned": 0}
+    assert hooked == [["a_b-old", "a_b-summary"]] and stored == 1
+    assert removed == {"resource_max_age_days": None, "thread_max_age_days": None}
+
+
+async def test_a_resource_policy_covers_every_thread_and_the_stricter_policy_wins(backends):
+    async def scenario(backend):
+        clock = Clock(T0)
+        memories = {}
+        for tenant, resource, thread in [("acme", "a_b", "t1"), ("acme", "a_b", "t2"), ("acme", "a-b", "t2"),
+                                         ("acme-corp", "a_b", "t2")]:
+            memory = backend.memory(tenant_id=tenant, resource_id=resource, thread_id=thread, clock=clock)
+            prefix = f"{tenant}.{resource}.{thread}"
+            await memory.remember([{"id": f"{prefix}-20d", "text": "old trip note", "consent": USER}], wait=True)
+            memories[(tenant, resource, thread)] = memory
+        clock.now = T0 + timedelta(days=10)
+        for memory in memories.values():
+            await memory.remember([{"id": f"{memory.scope.tenant_id}.{memory.scope.resource_id}.{memory.scope.thread_id}-10d",
+                                    "text": "newer trip note", "consent": USER}], wait=True)
+        clock.now = T0 + timedelta(days=20)
+        reader, other = memories[("acme", "a_b", "t1")], memories[("acme", "a_b", "t2")]
+        await reader.set_retention_policy(15, resource_wide=True)
+        await other.set_retention_policy(5)  # t2 stricter still: nothing of it survives
+        across = seen(await reader.recall("trip note", top_k=32, across_threads=True, explain=True))
+        explained = (await reader.recall("trip note", top_k=32, across_threads=True, explain=True)).explanation.removed
+        look_alikes = [seen(await memories[scope].recall("trip note", top_k=32, across_threads=True))
+                       for scope in (("acme", "a-b", "t2"), ("acme-corp", "a_b", "t2"))]
+        policies = await other.retention_policy(), await reader.retention_policy()
+        sweep, cursor, batches = 0, None, 0
+        while True:
+            result = await reader.apply_resource_retention(cursor=cursor, batch_size=1)
+            sweep, batches = sweep + result.deleted, batches + 1
+            if result.next_cursor is None:
+                break
+            cursor = result.next_cursor
+        return across, explained, look_alikes, policies, sweep, batches, await reader.count_resource()
+
+    across, explained, look_alikes, policies, sweep, batches, left = await backends.run(scenario)
+    assert across == ["acme.a_b.t1-10d"]
+    assert explained["expiry"] == 3
+    assert look_alikes == [["acme.a-b.t2-10d", "acme.a-b.t2-20d"], ["acme-corp.a_b.t2-10d", "acme-corp.a_b.t2-20d"]]
+    assert policies == [{"resource_max_age_days": 15.0, "thread_max_age_days": 5.0},
+                        {"resource_max_age_days": 15.0, "thread_max_age_days": None}]
+    assert sweep == 3 and batches == 4 and left == 1
+
+
+async def test_expiry_applies_to_shared_and_adjacent_entries_and_to_a_rewrite(backends):
+    async def scenario(backend):
+        clock = Clock(T0)
+        parent = backend.memory(resource_id="a_b", thread_id="parent", clock=clock)
+        child = backend.memory(resource_id="a_b", thread_id="child", clock=clock)
+        await parent.remember([
+            {"id": "p1", "text": "shared plan", "sequence": 1, "ttl": timedelta(minutes=5)},
+            {"id": "p2", "text": "shared neighbour", "sequence": 2},
+            {"id": "p3", "text": "expiring neighbour", "sequence": 3, "ttl": timedelta(minutes=5)},
+        ], wait=True)
+        await parent.share_with("child", ["p1", "p2"])
+        before = await child.recall("shared plan", top_k=8, share_from_parent_thread_id="parent")
+        adjacent_before = [entry.id for entry in (await parent.recall("shared neighbour", top_k=1, message_range=2)).adjacent]
+        clock.now = T0 + timedelta(minutes=5)
+        after = await child.recall("shared plan", top_k=8, share_from_parent_thread_id="parent", explain=True)
+        adjacent_after = [entry.id for entry in (await parent.recall("shared neighbour", top_k=1, message_range=2)).adjacent]
+        # A rewrite without an expiry keeps the stored one; a new ttl replaces it.
+        await parent.remember([{"id": "p3", "text": "expiring neighbour, rewritten"}], wait=True)
+        kept = seen(await parent.recall("neighbour", top_k=8))
+        await parent.remember([{"id": "p3", "text": "expiring neighbour, renewed", "ttl": timedelta(days=1)}], wait=True)
+        renewed = seen(await parent.recall("neighbour", top_k=8))
+        return (seen(before), adjacent_before, seen(after), after.explanation.removed["expiry"], adjacent_after,
+                kept, renewed)
+
+    assert await backends.run(scenario) == [["p1", "p2"], ["p1", "p3"], ["p2"], 1, [], ["p2"], ["p2", "p3"]]
+
+
+async def test_bad_expiry_and_policies_are_refused(backends):
+    cases = {
+        "both": ({"id": "x", "text": "t", "ttl": timedelta(days=1), "expires_at": T0 + timedelta(days=1)}, Exception),
+        "naive": ({"id": "x", "text": "t", "expires_at": datetime(2030, 1, 1)}, Exception),
+        "past": ({"id": "x", "text": "t", "expires_at": T0}, LimitExceededError),
+        "zero ttl": ({"id": "x", "text": "t", "ttl": timedelta(0)}, LimitExceededError),
+        "ttl a number": ({"id": "x", "text": "t", "ttl": 60}, Exception),
+    }
+    for name, (entry, error) in cases.items():
+        async def scenario(backend, entry=entry):
+            await backend.memory(clock=Clock(T0)).remember([entry], wait=True)
+
+        outcome = await backends.run(scenario)
+        assert isinstance(outcome, Raised) and issubclass(outcome.error, error), (name, outcome)
+
+    for days in (-1, 36501, float("nan"), "30", True):
+        async def policy(backend, days=days):
+            await backend.memory().set_retention_policy(days)
+
+        assert await backends.run(policy) == Raised(LimitExceededError), days
+
+    async def thread_policy_without_a_thread(backend):
+        await backend.memory(thread_id=None).set_retention_policy(3)
+
+    async def resource_policy_without_a_thread(backend):
+        memory = backend.memory(thread_id=None)
+        await memory.set_retention_policy(3, resource_wide=True)
+        return await memory.retention_policy()
+
+    assert (await backends.run(thread_policy_without_a_thread)).error.__name__ == "InvalidScopeError"
+    assert await backends.run(resource_policy_without_a_thread) == {"resource_max_age_days": 3.0,
+                                                                     "thread_max_age_days": None}
+
+
+def test_the_retained_functions_honour_expiry_from_psql(pg_dsn):
+    """recall_v2, list_entries_v1 and remember_v1 answer through their successors' bodies: expiry applies."""
+    vector = "array_fill(1, array[64])::vector"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"select prism_memory.remember_v2('acme', 'a_b', 't1', array['soon', 'later'], array['one', 'two'], "
+                     f"array[{vector}, {vector}], p_consent => array['{{}}', '{{}}']::jsonb[], "
+                     "p_expires_at => array[now() + interval '1 second', null]::timestamptz[])")
+        conn.execute(f"select prism_memory.remember_v1('acme', 'a_b', 't1', array['later'], array['two again'], "
+                     f"array[{vector}])")  # v1 rewrites keep the (absent) expiry
+        conn.execute("select pg_sleep(1.1)")
+        recalled = [row[0] for row in conn.execute(
+            f"select id from prism_memory.recall_v2('acme', 'a_b', 't1', {vector}, 'one two') where kind = 'hit'")]
+        listed = [row[0] for row in conn.execute(
+            "select id from prism_memory.list_entries_v1('acme', 'a_b', 't1', p_exportable => true)")]
+    assert recalled == ["later"] and listed == ["later"]
+
+
+@needs_bindings
+def test_a_bound_roles_ttl_and_reads_use_the_servers_clock(pg_dsn, role):
+    grant(pg_dsn, role, ["acme"])
+    far_future = datetime(9000, 1, 1, tzinfo=timezone.utc)
+    vector = "array_fill(1, array[64])::vector"
+    with psycopg.connect(as_role(pg_dsn, role), autocommit=True) as conn:
+        conn.execute(f"select prism_memory.remember_v2('acme', 'a_b', 't1', array['bound'], array['bound note'], "
+                     f"array[{vector}], p_ttl => array['1 hour']::interval[], p_now => %s)", (far_future,))
+        # A far-future p_now cannot expire it either: the bound role's reads run on the server's clock too.
+        recalled = [row[0] for row in conn.execute(
+            f"select id from prism_memory.recall_v3('acme', 'a_b', 't1', {vector}, 'bound', p_now => %s) "
+            "where kind = 'hit'", (far_future,))]
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        [(expires_at,)] = conn.execute("select expires_at from prism_memory.semantic_memory where id = 'bound'").fetchall()
+    assert abs(expires_at - (datetime.now(timezone.utc) + timedelta(hours=1))) < timedelta(minutes=5)
+    assert recalled == ["bound"]
