@@ -407,6 +407,23 @@ def check_expiry(expires_at: object, ttl: object, where: str) -> None:
         raise InvalidEntryError(f"{where}: give expires_at or ttl, not both")
 
 
+#: The longest ``ttl`` an entry may be written with (``remember_v2``).
+MAX_TTL = timedelta(days=36500)
+
+
+def check_expiry_range(records: Sequence[MemoryEntry | EntryRecord], now: datetime) -> None:
+    """``remember_v2``'s expiry ranges, after its other entry checks: each ``expires_at`` after ``now``, each ``ttl``
+    more than 0 and at most :data:`MAX_TTL`, else :class:`LimitExceededError` (PM005). ``Memory.remember``
+    checks them against the memory's clock before it queues a write; the emulator's store checks them again at
+    its own ``now``, as ``remember_v2`` does."""
+    for position, record in enumerate(records, start=1):
+        if (record.expires_at is not None and record.expires_at <= now) or (
+            record.ttl is not None and not timedelta(0) < record.ttl <= MAX_TTL
+        ):
+            raise LimitExceededError(f"{entry_label(position, record.id)}: expires_at must be after now, a ttl "
+                                     "more than 0 and at most 36500 days")
+
+
 # --- Store calls: shapes SQL cannot see ---------------------------------------
 
 

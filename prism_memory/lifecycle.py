@@ -178,8 +178,9 @@ async def forget_resource(
     """One batch of erasing everything the memory's resource holds (with ``expired_only``: what has expired, the
     resource-wide retention sweep): the next ``batch_size`` (1 to :data:`DELETE_BATCH`) such entries of all its
     threads after ``after`` are tombstoned with their lineage dependents (held ones kept), then ``on_invalidate``
-    runs once per thread with that thread's invalidated ids (in thread order), then the bodies (the batch's and the
-    dependents') are deleted, :data:`DELETE_BATCH` per store call.
+    runs once per thread with that thread's invalidated ids (in thread order), then the bodies are deleted,
+    :data:`DELETE_BATCH` per store call: the batch's and, when erasing, the dependents' (a sweep leaves the
+    dependents tombstoned, as :func:`apply_retention` does).
 
     A batch whose lineage walk passes a cap (:class:`LineageLimitError`) is retried at half the size, down to
     one entry (which then raises). ``next_cursor`` is ``None`` once a batch comes back short of its size.
@@ -200,7 +201,10 @@ async def forget_resource(
             invalidated.setdefault(thread_id, []).append(entry_id)
     for thread_id in sorted(invalidated):
         await run_invalidation_hook(config, invalidated[thread_id])
-    doomed = [(thread_id, entry_id) for thread_id, entry_id, _sequence, held, _picked in rows if not held]
+    # A sweep deletes only what has expired; the dependents its walks tombstoned keep their bodies, as in
+    # apply_retention. An erase deletes the dependents too (they are the resource's).
+    doomed = [(thread_id, entry_id) for thread_id, entry_id, _sequence, held, was_picked in rows
+              if not held and (was_picked or not expired_only)]
     deleted = 0
     for start in range(0, len(doomed), DELETE_BATCH):
         deleted += await config.vector_store.purge_resource(config.scope, doomed[start : start + DELETE_BATCH])

@@ -18,6 +18,7 @@ from .checks import (
     check_aware,
     check_consent_change,
     check_entry,
+    check_expiry_range,
     check_id,
     check_model,
     check_scope,
@@ -219,7 +220,9 @@ class Memory:
 
         Every entry is redacted, then checked (:class:`InvalidEntryError`,
         :class:`PayloadTooLargeError`, :class:`LimitExceededError` for more
-        than ``limits.remember_entries``); nothing is written if one fails.
+        than ``limits.remember_entries``, or an ``expires_at`` not after the
+        memory's clock or a ``ttl`` not in (0, 36,500 days]); nothing is
+        written if one fails.
         With ``wait=False`` (the default, as in the seed) indexing runs in the
         background: the result has ``pending`` > 0 and ``done=False``; await
         :meth:`flush` to finish it and re-raise a failure (no other call raises
@@ -235,6 +238,7 @@ class Memory:
             raise LimitExceededError(f"{len(items)} entries exceed limits.remember_entries={self.limits.remember_entries}")
         metadata = [check_entry(item, position, self.limits.entry_bytes) for position, item in enumerate(items, start=1)]
         check_unique_ids([item.id for item in items])
+        check_expiry_range(items, self._config.now())
         items = [self._importance(item, position) for position, item in enumerate(items, start=1)]
         if not items:
             return RememberResult(0, self._writes.pending, self._writes.idle)
@@ -672,7 +676,9 @@ class Memory:
     async def apply_resource_retention(self, cursor: str | None = None, batch_size: int = DELETE_BATCH) -> ResourceErasure:
         """The retention sweep over every thread of this memory's resource: :meth:`forget_resource` for the
         entries that have expired (their ``expires_at``, or the stored policies of their thread and resource), in
-        bounded, resumable batches (tombstones as ``expired``, the hook, then the deletes; holds kept).
+        bounded, resumable batches (tombstones as ``expired``, the hook, then the deletes; holds kept). As in
+        :meth:`apply_retention`, it deletes only what has expired: entries derived from it are tombstoned and
+        keep their bodies until they expire or are forgotten.
         Returns ``ResourceErasure(deleted, held, next_cursor)``; call again with ``next_cursor`` until ``None``."""
         check_int_option("batch_size", batch_size, 1, DELETE_BATCH)
         after = decode_resource_cursor(cursor)

@@ -9,6 +9,8 @@ min(top_k, matches) hits and the share of the exact top 10 found, and the index 
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import numpy as np
 import psycopg
 from prism_memory import MemoryConsent, RecallScoringOptions, Scope, create_hash_embedder, create_postgres_memory_stores
@@ -112,3 +114,42 @@ async def test_over_5000_travellers_hnsw_answers_min_top_k_matches_and_finds_the
         await stores.close()
     assert after > before, "the travellers' HNSW index was not used"
     assert found / expected >= 0.9, found / expected
+
+
+async def test_over_5000_travellers_a_gate_after_hnsw_never_costs_a_match(pg_dsn):
+    """Tombstones and thread policies apply after the HNSW read: when they remove every traveller it found,
+    Postgres ranks the travellers exactly after all and still returns min(top_k, matches), as the emulator."""
+    embed = create_hash_embedder(TEST_DIMENSIONS)
+    stores = await create_postgres_memory_stores(pg_dsn, dimensions=TEST_DIMENSIONS, skip_migrations=True)
+    emulator = create_memory_vector_store(TEST_DIMENSIONS)
+    old_day, today = datetime(2026, 3, 1, tzinfo=timezone.utc), datetime(2026, 4, 10, tzinfo=timezone.utc)
+    user = MemoryConsent(scope="user")
+    try:
+        near = [f"peanut allergy note {n}" for n in range(5200)]
+        far = ["garden tulip", "chess opening", "violin lesson"]
+        old = [EntryRecord(f"old-{n:04d}", text, vector, {}, None, None, user)
+               for n, (text, vector) in enumerate(zip(near, await embed.embed(near)))]
+        fresh = [EntryRecord(f"fresh-{n}", text, vector, {}, None, None, user)
+                 for n, (text, vector) in enumerate(zip(far, await embed.embed(far)))]
+        answers = {}
+        [query] = await embed.embed(["peanut allergy"])
+        for name, store in (("emulator", emulator), ("postgres", stores.vector_store)):
+            await store.remember_batch([(Scope("acme", "a_b", "old"), old[:2600])], now=old_day)
+            await store.remember_batch([(Scope("acme", "a_b", "gone"), old[2600:])], now=old_day)
+            await store.remember_batch([(Scope("acme", "a_b", "fresh"), fresh)], now=today)
+            await store.remember_batch([(Scope("acme-corp", "a_b", "near"), old[:20])], now=today)  # another tenant
+            await store.set_retention_policy(Scope("acme", "a_b", "old"), 30.0, now=today)
+            gone = [record.id for record in old[2600:]]
+            for start in range(0, len(gone), 64):
+                await store.invalidate(Scope("acme", "a_b", "gone"), gone[start : start + 64], "deleted", now=today)
+            if name == "postgres":
+                with psycopg.connect(pg_dsn, autocommit=True) as conn:
+                    conn.execute("analyze prism_memory.semantic_memory")
+            result = await store.recall(Scope("acme", "a_b", "reader"), query, "peanut allergy", 3, 0, now=today,
+                                        across_threads=True, explain=True)
+            answers[name] = ([(hit.thread_id, hit.id, round(hit.score, 6)) for hit in result.hits],
+                             result.explanation.removed)
+    finally:
+        await stores.close()
+    assert answers["postgres"] == answers["emulator"]
+    assert sorted(hit[1] for hit in answers["postgres"][0]) == ["fresh-0", "fresh-1", "fresh-2"]

@@ -192,6 +192,84 @@ async def test_bad_expiry_and_policies_are_refused(backends):
                                                                      "thread_max_age_days": None}
 
 
+async def test_both_sweeps_delete_only_what_expired_and_tombstone_its_dependents(backends):
+    """apply_retention and apply_resource_retention agree: the expired entry's body goes; a summary derived
+    from it is tombstoned (never recalled again) but keeps its body until it expires or is forgotten."""
+    async def scenario(backend, resource_wide):
+        clock = Clock(T0)
+        memory = backend.memory(tenant_id="acme", resource_id="a_b", thread_id="sweep", clock=clock)
+        await memory.remember([
+            {"id": "a_b-otp", "text": "login code 4711", "consent": USER, "ttl": timedelta(minutes=10)},
+            {"id": "a_b-summary", "text": "the user got a login code", "consent": USER,
+             "lineage": MemoryLineage(("a_b-otp",))},
+            {"id": "a_b-other", "text": "an unrelated login note", "consent": USER},
+        ], wait=True)
+        clock.now = T0 + timedelta(hours=1)
+        swept = await (memory.apply_resource_retention() if resource_wide else memory.apply_retention())
+        stored = [record.id for record in await memory.vector_store.list_by_resource(Scope("acme", "a_b"), None, 10)]
+        return {"deleted": swept.deleted, "stored": sorted(stored), "recall": seen(await memory.recall("login"))}
+
+    thread = await backends.run(lambda backend: scenario(backend, False))
+    resource = await backends.run(lambda backend: scenario(backend, True))
+    assert thread == resource == {"deleted": 1, "stored": ["a_b-other", "a_b-summary"], "recall": ["a_b-other"]}
+
+
+async def test_a_ttl_of_days_is_24_hours_each_across_a_daylight_saving_change(backends):
+    """A ttl of a day lasts 24 hours, whatever the server session's time zone does meanwhile (the test server
+    runs in America/St_Johns, whose clocks go forward on 2026-03-08 at 05:30 UTC)."""
+    eve = datetime(2026, 3, 7, 12, 0, tzinfo=timezone.utc)
+
+    async def scenario(backend):
+        clock = Clock(eve)
+        memory = backend.memory(tenant_id="acme", resource_id="a-b", thread_id="dst", clock=clock)
+        await memory.remember([
+            {"id": "a-b-day", "text": "pizza tomorrow", "consent": USER, "ttl": timedelta(days=1)},
+            {"id": "a-b-week", "text": "pizza next week", "consent": USER, "ttl": timedelta(days=7, hours=2)},
+        ], wait=True)
+        states = {}
+        for label, delta in (("23h30", timedelta(hours=23, minutes=30)), ("24h", timedelta(hours=24)),
+                             ("170h", timedelta(hours=170) - timedelta(microseconds=1)), ("170h+", timedelta(hours=170))):
+            clock.now = eve + delta
+            states[label] = seen(await memory.recall("pizza", top_k=8))
+        return states
+
+    assert await backends.run(scenario) == {"23h30": ["a-b-day", "a-b-week"], "24h": ["a-b-week"],
+                                            "170h": ["a-b-week"], "170h+": []}
+
+
+async def test_a_bad_expiry_is_refused_by_remember_itself_not_later_by_flush(backends):
+    """The expiry ranges are checked at the call (against the memory's clock), so a background write never
+    takes a batch down for them."""
+    for entry in ({"id": "x", "text": "t", "ttl": timedelta(seconds=-1)}, {"id": "x", "text": "t", "ttl": timedelta.max},
+                  {"id": "x", "text": "t", "ttl": timedelta(days=36500, microseconds=1)},
+                  {"id": "x", "text": "t", "expires_at": T0}):
+        async def scenario(backend, entry=entry):
+            memory = backend.memory(clock=Clock(T0))
+            with pytest.raises(LimitExceededError):
+                await memory.remember([{"id": "fine", "text": "kept"}, entry])  # wait=False
+            await memory.flush()  # nothing was queued, so nothing fails here
+            return await memory.count_resource()
+
+        assert await backends.run(scenario) == 0, entry
+
+
+def test_the_reads_refuse_a_null_or_infinite_now_from_psql(pg_dsn):
+    """A NULL or infinite p_now would measure expiry against nothing: the reads refuse it (PM002)."""
+    vector = "array_fill(1, array[64])::vector"
+    calls = [f"select * from prism_memory.recall_v3('acme', 'a_b', 't1', {vector}, 'pizza', p_now => %s)",
+             "select * from prism_memory.list_entries_v2('acme', 'a_b', 't1', p_now => %s)",
+             "select * from prism_memory.list_resource_entries_v1('acme', 'a_b', p_now => %s)",
+             "select * from prism_memory.retention_candidates_v2('acme', 'a_b', 't1', null, null, 64, p_now => %s)",
+             "select * from prism_memory.invalidate_resource_v1('acme', 'a_b', p_expired_only => true, p_now => %s)"]
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        for call in calls:
+            for now in (None, "-infinity", "infinity"):
+                with pytest.raises(psycopg.Error) as raised:
+                    conn.execute(call, (now,))
+                assert raised.value.sqlstate == "PM002", (call, now)
+            conn.execute(call, (T0,))
+
+
 def test_the_retained_functions_honour_expiry_from_psql(pg_dsn):
     """recall_v2, list_entries_v1 and remember_v1 answer through their successors' bodies: expiry applies."""
     vector = "array_fill(1, array[64])::vector"

@@ -12,7 +12,6 @@ Parity tests call both stores with the same bad input and compare the errors.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -52,21 +51,6 @@ MAX_RAG_GRANTS = 1024
 MAX_CHUNK_BYTES = HARD_CAPS["entry_bytes"]
 #: UTF-8 bytes of a metadata filter's JSON.
 MAX_FILTER_BYTES = 64 * 1024
-
-
-#: The longest ``ttl`` an entry may be written with (``remember_v2``).
-MAX_TTL = timedelta(days=36500)
-
-
-def check_expiry_range(records: Sequence[EntryRecord], now: datetime) -> None:
-    """``remember_v2``'s expiry ranges, after its other entry checks: each ``expires_at`` after ``now``, each ``ttl``
-    more than 0 and at most :data:`MAX_TTL`, else :class:`LimitExceededError` (PM005)."""
-    for position, record in enumerate(records, start=1):
-        if (record.expires_at is not None and record.expires_at <= now) or (
-            record.ttl is not None and not timedelta(0) < record.ttl <= MAX_TTL
-        ):
-            raise LimitExceededError(f"{entry_label(position, record.id)}: expires_at must be after now, a ttl "
-                                     "more than 0 and at most 36500 days")
 
 
 def check_records(records: Sequence[EntryRecord]) -> list[dict[str, Any]]:

@@ -96,7 +96,8 @@ from ..types import (
     check_int_option,
 )
 from .rag import EmulatorRagStore
-from .rules import STORE_WORKING_MEMORY_BYTES, check_expiry_range, check_records
+from ..checks import check_expiry_range
+from .rules import STORE_WORKING_MEMORY_BYTES, check_records
 from .vectors import float32, norm_squared
 from .vectors import similarity as cosine_similarity
 

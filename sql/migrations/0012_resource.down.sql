@@ -3,6 +3,7 @@
 {{pin_search_path}}
 
 \ir ../schema/functions/install_info_v1.sql
+drop function {{schema}}.assert_now_v1(timestamptz);
 drop function {{schema}}.assert_resource_cursor_v1(text, bigint, text);
 drop function {{schema}}.count_resource_entries_v1(text, text);
 drop function {{schema}}.get_retention_policy_v1(text, text, text);

@@ -24,7 +24,9 @@
 -- * recall_v3 also takes the embedder's model id (p_model_id) and checks it in
 --   the same call, as recall_guarded_v1 (revision 0011) did, which it retires;
 --   across threads it leaves out the threads another model of the width wrote.
--- * assert_embedding_model_v1 names recall_v3 in its comment.
+-- * assert_embedding_model_v1 names recall_v3 in its comment;
+-- * the reads that measure expiry refuse a NULL or out-of-range p_now
+--   (assert_now_v1, new: PM002).
 
 {{pin_search_path}}
 
@@ -55,6 +57,7 @@ create index {{entries_travel_idx}} on {{entries}} (tenant_id, resource_id, thre
 
 
 \ir ../schema/functions/install_info_v1.sql
+\ir ../schema/functions/assert_now_v1.sql
 \ir ../schema/functions/assert_resource_cursor_v1.sql
 \ir ../schema/functions/count_resource_entries_v1.sql
 \ir ../schema/functions/get_retention_policy_v1.sql

@@ -12,6 +12,7 @@
 \ir functions/assert_dimensions_v1.sql
 \ir functions/assert_embedding_model_v1.sql
 \ir functions/assert_time_v1.sql
+\ir functions/assert_now_v1.sql
 \ir functions/assert_resource_cursor_v1.sql
 \ir functions/is_injectable_v1.sql
 \ir functions/is_live_v1.sql

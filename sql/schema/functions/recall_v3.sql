@@ -114,6 +114,7 @@ declare
   v_foreign text[] := '{}';       -- the resource's other threads whose entries another model of this width embedded
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_now_v1(p_now);  -- expiry is measured against it
   if citus_installed_v1() then
     -- Under Citus a generic plan cannot be routed to the tenant's shard: plan
     -- each call (the function's SET restores the generic mode on return).
@@ -274,9 +275,10 @@ begin
     -- planner sees the resource's size), 256, then 786 if need be, until the
     -- v_keep-th best exact score (theirs, or the thread's own, v_bar) beats every
     -- similarity left out plus 0.25: exact when that holds (and HNSW orders
-    -- exactly), approximate otherwise. If HNSW runs dry with fewer than v_keep,
-    -- every traveller is ranked exactly after all, so a recall always returns
-    -- min(top_k, matches).
+    -- exactly), approximate otherwise. If fewer than v_keep of them pass every
+    -- gate (HNSW ran dry, or tombstones and thread policies, applied after it,
+    -- removed them), every traveller is ranked exactly after all, so a recall
+    -- always returns min(top_k, matches).
     v_bar := (v_candidates[v_keep]).similarity + 0.25::float8 * (v_candidates[v_keep]).lexical;
     v_exact := true;
     if {{dimensions}}::integer <= 2000 then
@@ -347,8 +349,10 @@ begin
                 or greatest((v_found[v_keep]).similarity + 0.25::float8 * (v_found[v_keep]).lexical, v_bar) > v_floor;
       if v_exact then
         v_probe := null;  -- every traveller
-      elsif v_probed < v_probe and cardinality(v_found) < v_keep then
-        v_exact := true;  -- HNSW ran dry: every traveller, exactly
+      elsif cardinality(v_found) < v_keep and (v_probed < v_probe or v_probe >= 786) then
+        -- HNSW ran dry, or the gates applied after it (tombstones, thread
+        -- policies) removed too many of its nearest: every traveller, exactly.
+        v_exact := true;
         v_probe := null;
       elsif v_probed < v_probe or v_probe >= 786 then
         exit;  -- approximate: the nearest through HNSW, ranked exactly

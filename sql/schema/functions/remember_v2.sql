@@ -5,7 +5,9 @@
 -- p_consent, p_expires_at and p_ttl may be null. An entry expires (is no
 -- longer recalled, exported or injected: is_live_v1) at its expires_at, which
 -- must be after p_now, or at p_now + its ttl (more than 0, at most 36,500
--- days; p_now is the server's clock for a tenant-bound role); giving both is
+-- days of 24 hours: added in UTC, so a daylight-saving change of the session's
+-- time zone never moves it; p_now is the server's clock for a tenant-bound
+-- role); giving both is
 -- PM002, a time out of range PM005. Without either a stored entry keeps its
 -- expiry (none for a new entry). A missing sequence keeps the stored entry's sequence,
 -- or for a new entry takes (max sequence in the thread) + (position in the
@@ -145,7 +147,7 @@ begin
               else coalesce((e.consent ->> 'visible')::boolean, true) end,
          case when e.consent is null then s.consent_granted_at else (e.consent ->> 'grantedAt')::timestamptz end,
          case when e.consent is null then s.consent_revoked_at else (e.consent ->> 'revokedAt')::timestamptz end,
-         p_now, p_now, coalesce(e.expires_at, p_now + e.ttl, s.expires_at)
+         p_now, p_now, coalesce(e.expires_at, ((p_now at time zone 'UTC') + e.ttl) at time zone 'UTC', s.expires_at)
   from unnest(p_ids, p_texts, p_embeddings, p_metadata, p_sequences, p_importance, p_consent, p_expires_at, p_ttl)
          with ordinality as e(id, text, embedding, metadata, sequence, importance, consent, expires_at, ttl, ord)
   left join {{entries}} s
