@@ -138,9 +138,12 @@ def distribute(dsn: str, config=None, *, shard_count: int | None = None) -> Dist
                 distributed.append(names[key])
             delegated = propagated = 0
             api = {name for name, _ in API_FUNCTIONS} - UNDELEGATED_FUNCTIONS
+            # SQL-language bodies last: a worker checks such a body when the function arrives, so what it
+            # calls must be there first (remember_v1, kept since revision 0001, calls remember_v2, new in 0012).
             functions = conn.execute(
                 "select p.oid::regprocedure::text, p.proname from pg_catalog.pg_proc p "
-                "where p.pronamespace = pg_catalog.to_regnamespace(%s) order by p.oid",
+                "where p.pronamespace = pg_catalog.to_regnamespace(%s) "
+                "order by p.prolang = (select l.oid from pg_catalog.pg_language l where l.lanname = 'sql'), p.oid",
                 (names["schema"],),
             ).fetchall()
             for signature, name in functions:

@@ -2,6 +2,7 @@
 
 import logging
 import re
+from datetime import datetime, timezone
 
 import numpy as np
 import psycopg
@@ -115,7 +116,7 @@ async def test_recall_checks_tombstones_with_an_index_not_a_scan(backends, pg_ds
             for _ in range(6):  # past PL/pgSQL's switch to a generic plan
                 notices.clear()
                 conn.execute(query, ("t1", "user-ada", "thread-1", vector, "plan check", 8, 0, False, None, False,
-                                     None, None, None, None, False, None)).fetchall()
+                                     datetime.now(timezone.utc), None, None, None, False, None)).fetchall()
             plan = next(notice for notice in notices if "semantic_memory_invalidation i" in notice)
     shard = r"_\d+" if CITUS else ""  # Citus: the shards' names end in their shard ids
     # An anti-join, or the thread's tombstones hashed once for the rows probed (a hashed subplan).
