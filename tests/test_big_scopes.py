@@ -17,7 +17,7 @@ from prism_memory import MemoryConsent, RecallScoringOptions, Scope, create_hash
 from prism_memory.emulator import create_memory_vector_store
 from prism_memory.types import EntryRecord
 
-from conftest import TEST_DIMENSIONS
+from conftest import CITUS, TEST_DIMENSIONS, citus_placement
 
 WORDS = "tea coffee lisbon porto garden piano chess yoga budget invoice flight hotel dinner recipe".split()
 
@@ -101,14 +101,23 @@ async def test_over_5000_travellers_hnsw_answers_min_top_k_matches_and_finds_the
             cutoff = exact.hits[-1].score
             found += sum(1 for hit in got.hits if (hit.thread_id, hit.id) in truth or hit.score >= cutoff - 1e-6)
             expected += 10
-        # The same recall on one connection, whose statistics are flushed right after: HNSW was read.
-        with psycopg.connect(pg_dsn, autocommit=True) as conn:
-            index = "select idx_scan from pg_stat_user_indexes where indexrelname = 'semantic_memory_travel_hnsw_idx'"
+        # The same recall on one connection, whose statistics are flushed right after: HNSW was read (on
+        # Citus, the tenant's shard of the index, on the worker that holds it).
+        where, index_name = pg_dsn, "semantic_memory_travel_hnsw_idx"
+        if CITUS:
+            where, shard = citus_placement(pg_dsn, "prism_memory.semantic_memory", "acme")
+            index_name = f"{index_name}_{shard}"
+        with psycopg.connect(where, autocommit=True) as conn:
+            if CITUS:  # a worker hides its shards from catalog queries unless told not to
+                conn.execute("set citus.override_table_visibility = off")
+            index = f"select idx_scan from pg_stat_user_indexes where indexrelname = '{index_name}'"
             before = conn.execute(index).fetchone()[0]
             conn.execute("select count(*) from prism_memory.recall_v3('acme', 'a_b', 't00', %s::vector, 'tea lisbon', "
                          "10, p_across_threads => true)", (str(list(vector)),))
             conn.execute("select pg_stat_force_next_flush()")
-        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        with psycopg.connect(where, autocommit=True) as conn:
+            if CITUS:
+                conn.execute("set citus.override_table_visibility = off")
             after = conn.execute(index).fetchone()[0]
     finally:
         await stores.close()

@@ -146,8 +146,8 @@ def citus_shard_plan(conn, backends, embeddings) -> str:
         worker.execute("set client_min_messages = 'notice'")
         vector = np.asarray(embeddings, dtype=np.float32)[0]
         worker.execute(backends.postgres.vector_store.queries.recall, (
-            "t1", "user-ada", "thread-1", vector, "plan check", 8, 0, False, None, False, None, None, None, None,
-            False)).fetchall()
+            "t1", "user-ada", "thread-1", vector, "plan check", 8, 0, False, None, False, datetime.now(timezone.utc),
+            None, None, None, False, None)).fetchall()
         prefix = "executing the command locally: "
         [command] = [notice.removeprefix(prefix) for notice in notices
                      if notice.startswith(prefix) and "semantic_memory_invalidation_" in notice]
