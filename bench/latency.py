@@ -23,6 +23,7 @@ import asyncio
 import random
 import re
 import time
+from datetime import datetime, timezone
 
 import numpy as np
 import psycopg
@@ -139,7 +140,7 @@ async def time_writes(stores, scope: Scope, embedder, model, runs: int = 200) ->
 
 
 def explain_recall(dsn: str, recall_sql, scope: Scope, queries, calls: int = 8) -> str:
-    """The plan of recall_v2's nested statements (auto_explain), from the last of ``calls`` calls.
+    """The plan of recall_v3's nested statements (auto_explain), from the last of ``calls`` calls.
 
     Several calls, so the plan shown is the one PL/pgSQL settles on (it may
     switch to a generic plan after five executions).
@@ -152,10 +153,10 @@ def explain_recall(dsn: str, recall_sql, scope: Scope, queries, calls: int = 8) 
             text, vector = queries[n % len(queries)]
             conn.execute(
                 recall_sql,
-                (scope.tenant_id, scope.resource_id, scope.thread_id, vector, text, 8, 0, False, None, None,
-                 None, None, None, False),
+                (scope.tenant_id, scope.resource_id, scope.thread_id, vector, text, 8, 0, False, None, False,
+                 datetime.now(timezone.utc), None, None, None, False, None),
             ).fetchall()
-    return "\n\n".join(notice for notice in notices if re.search(rf"\b{TABLE}\b", notice))
+    return "\n\n".join(notice for notice in notices if re.search(rf"\b{TABLE}(_invalidation)?\b", notice))
 
 
 def plan_uses_scope_index(plan: str) -> bool:
@@ -193,7 +194,7 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries)
         scored_timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries, SCORING)
         # The embedding-model guard: the main thread records the hash embedder's model (a one-entry rebuild
-        # page), then recall calls recall_guarded_v1 (the check, then recall_v2) instead of recall_v2.
+        # page), then recall_v3 checks the model id it is given in the same call.
         model = embedding_model(embedder)
         first = threads[0][1][0]
         await stores.vector_store.reembed(main_scope, [first.id], [first.text], [first.embedding], model=model)

@@ -372,7 +372,10 @@ def _texts_before(stem: str) -> dict[str, str]:
 
 
 #: PostgreSQL lets PUBLIC execute a new function (a per-schema default cannot take back that global
-#: one): a revision that creates a function, on upgrade or on downgrade, takes it back.
+#: one): a revision that creates a function, on upgrade or on downgrade, takes it back. It comes after
+#: the search path is reset: on a distributed install Citus sends the revoke to every node naming each
+#: function's argument types as the search path shows them, and a worker cannot resolve this schema's
+#: type named without its schema (``recall_probe_v1[]``, an argument of recall_top_v1).
 _REVOKE_FROM_PUBLIC = (
     "revoke execute on all functions in schema {{schema}} from public;\n"
     "grant execute on function {{schema}}.install_info_v1() to public;\n"
@@ -460,14 +463,14 @@ def new_revision(name: str, amend: bool = False) -> list[Path]:
     upgrade += [include("install_info_v1")]
     upgrade += [include(function) for function in added + changed if function != "install_info_v1"]
     upgrade += [drop(function) for function in removed]
-    upgrade += [_REVOKE_FROM_PUBLIC] if added else []
+    upgrade += ["\nreset search_path;\n"] + ([_REVOKE_FROM_PUBLIC] if added else [])
     downgrade = [f"-- Reverts revision {revision}.\n\n{{{{pin_search_path}}}}\n\n"]
     downgrade += [include("install_info_v1")] + [drop(function) for function in added]
     downgrade += [include(function) for function in changed + removed if function != "install_info_v1"]
-    downgrade += [_REVOKE_FROM_PUBLIC] if removed else []
+    downgrade += ["\nreset search_path;\n"] + ([_REVOKE_FROM_PUBLIC] if removed else [])
     written = {
-        MIGRATIONS_SQL_DIR / f"{stem}.sql": "".join(upgrade) + "\nreset search_path;\n",
-        MIGRATIONS_SQL_DIR / f"{stem}.down.sql": "".join(downgrade) + "\nreset search_path;\n",
+        MIGRATIONS_SQL_DIR / f"{stem}.sql": "".join(upgrade),
+        MIGRATIONS_SQL_DIR / f"{stem}.down.sql": "".join(downgrade),
         ALEMBIC_DIR / "versions" / f"{stem}.py": Template(filename=str(ALEMBIC_DIR / "script.py.mako")).render(
             message=f"{name}: say what this revision changes.", up_revision=revision, down_revision=previous),
         SCHEMA_LOCK: "".join(f"{digest}  {relative}\n" for relative, digest in sorted(head.items())),

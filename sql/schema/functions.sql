@@ -35,6 +35,9 @@
 \ir functions/query_terms_v2.sql
 \ir functions/scoring_weights_v1.sql
 \ir functions/recency_v1.sql
+\ir functions/recall_bounds_v1.sql
+\ir functions/recall_rescore_v1.sql
+\ir functions/recall_rows_v1.sql
 \ir functions/recall_top_v1.sql
 \ir functions/recall_v3.sql
 \ir functions/recall_v2.sql

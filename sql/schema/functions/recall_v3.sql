@@ -58,8 +58,12 @@
 -- those are read through their HNSW index and re-ranked exactly (below).
 --
 -- Plan: cached generic plans (planning per call costs more than the scan of
--- a thread), except under Citus, which routes custom plans only, and for the
--- HNSW read, planned per call. Plain index scans and merge joins are off, so a
+-- a thread), and for the HNSW read, planned per call. Under Citus, which
+-- routes a generic plan only for a single-table statement on the tenant's
+-- predicate (a fast-path router query, whose plan it caches on the worker),
+-- the thread's leg up to a plain recall's hits is such statements
+-- (retention_cutoff_v1, the tombstones, recall_bounds_v1, recall_rescore_v1,
+-- recall_rows_v1) and everything after is planned per call. Plain index scans and merge joins are off, so a
 -- thread is read by a bitmap scan. Each source of entries (the thread, the
 -- resource's other threads, the grants) gives its own best candidates (top_k,
 -- or top_k x 4 with scoring: recall_candidate_v1, in score order): a plain
@@ -105,6 +109,8 @@ declare
   v_candidates {{schema}}.recall_candidate_v1[];
   v_probe integer;                -- rows read and bounded, whose lexical leg is then scored
   v_probes {{schema}}.recall_probe_v1[];
+  v_tombstones text[];            -- the thread's tombstoned entry ids
+  v_row_ids tid[];                -- the rows the first pass kept
   v_probed bigint;
   v_floor double precision;       -- the highest score a row left out could have
   v_exact boolean;                -- the travellers are ranked exactly (else read through HNSW)
@@ -116,8 +122,10 @@ begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
   perform assert_now_v1(p_now);  -- expiry is measured against it
   if citus_installed_v1() then
-    -- Under Citus a generic plan cannot be routed to the tenant's shard: plan
-    -- each call (the function's SET restores the generic mode on return).
+    -- Under Citus a generic plan cannot be routed to the tenant's shard but for
+    -- a single-table statement, and Citus 14.0 leaks the local plan it makes
+    -- for that one on every execution: plan each call (the function's SET
+    -- restores the generic mode on return).
     perform set_config('plan_cache_mode', 'force_custom_plan', true);
   end if;
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
@@ -196,56 +204,34 @@ begin
   end if;
   v_keep := case when v_scored then p_top_k * 4 else p_top_k end;
   v_cutoff := retention_cutoff_v1(p_tenant_id, p_resource_id, p_thread_id, p_now);
-  v_resource_cutoff := retention_cutoff_v1(p_tenant_id, p_resource_id, null, p_now);
 
-  -- The thread's own best candidates, exactly. A pass over the thread reads
-  -- each row's distance and whether it holds a query term, and keeps the
-  -- v_probe rows whose upper bound is highest (similarity, plus 0.25 when it
-  -- holds a term: lexical <= 1), each as narrow as can be (its ctid). Only
-  -- those are read again, for their exact score (the lexical leg copies the
-  -- tsvector) and the tombstones. They hold the exact top v_keep when fewer rows
-  -- exist, or when the v_keep-th best exact score among them beats the
+  -- The thread's own best candidates, exactly. A pass over the thread
+  -- (recall_bounds_v1) reads each row's distance and whether it holds a query
+  -- term, and keeps the v_probe rows whose upper bound is highest (similarity,
+  -- plus 0.25 when it holds a term: lexical <= 1), each as narrow as can be
+  -- (its ctid). Only those are read again (recall_rescore_v1), for their exact
+  -- score (the lexical leg copies the tsvector), and the thread's tombstones
+  -- are hashed once and left out. They hold the exact top v_keep when fewer
+  -- rows exist, or when the v_keep-th best exact score among them beats the
   -- highest bound left out (strictly: no tie can be missed); otherwise the
-  -- statement runs again over every row.
+  -- pass runs again over every row. Each read of a table is a single-table
+  -- statement of its own, so Citus can cache its plan.
+  select coalesce(array_agg(i.entry_id), '{}') into v_tombstones
+  from {{invalidation}} i
+  where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id and i.thread_id = p_thread_id;
   v_probe := greatest(256, 8 * v_keep);
   loop
-    select c.candidates, c.probed, c.floor into v_candidates, v_probed, v_floor
-    from (
-      with probed as materialized (
-        -- One expression per row, so nothing is computed twice and the sort's
-        -- tuples are two columns wide.
-        select e.ctid as row_id,
-               (1::float8 - (e.embedding <=> p_query_embedding))
-               + case when e.text_tsv @@ v_any_term then 0.25::float8 else 0::float8 end as upper
-        from {{entries}} e
-        where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
-          and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
-                               p_require_consent)
-          and is_live_v1(e.created_at, e.expires_at, v_cutoff, p_now)
-        order by upper desc
-        limit v_probe
-      ), top as (
-        select x.row_id, x.id, x.sequence, x.importance, x.created_at, x.similarity, x.lexical
-        from (select p.row_id, e.id, e.sequence, e.importance, e.created_at,
-                     1::float8 - (e.embedding <=> p_query_embedding) as similarity,
-                     lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
-              from probed p
-              join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = p.row_id  -- the row read above, in this snapshot
-              -- The thread's tombstones, hashed once (a hashed subplan; the key is never NULL).
-              where e.id not in (select i.entry_id from {{invalidation}} i
-                                 where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-                                   and i.thread_id = p_thread_id)
-              offset 0) as x
-        order by x.similarity + 0.25::float8 * x.lexical desc, x.sequence asc, x.id collate "C" asc
-        limit v_keep
-      )
-      select array(select row(t.row_id, p_resource_id, p_thread_id, t.id, t.sequence, t.importance, t.created_at,
-                              t.similarity, t.lexical)::{{schema}}.recall_candidate_v1
-                   from top t
-                   order by t.similarity + 0.25::float8 * t.lexical desc, t.sequence asc, t.id collate "C" asc)
-               as candidates,
-             (select count(*) from probed) as probed, (select min(p.upper) from probed p) as floor
-    ) as c;
+    select coalesce(array_agg(b.row_id), '{}'), count(*), min(b.upper) into v_row_ids, v_probed, v_floor
+    from recall_bounds_v1(p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, v_any_term,
+                          p_require_consent, v_cutoff, p_now, v_probe) as b;
+    v_candidates := array(
+      select row(r.row_id, p_resource_id, p_thread_id, r.id, r.sequence, r.importance, r.created_at,
+                 r.similarity, r.lexical)::{{schema}}.recall_candidate_v1
+      from recall_rescore_v1(p_tenant_id, p_resource_id, p_thread_id, v_row_ids, p_query_embedding, v_terms,
+                             v_any_term) as r
+      where r.id not in (select t.entry_id from unnest(v_tombstones) as t(entry_id))  -- a hashed subplan
+      order by r.similarity + 0.25::float8 * r.lexical desc, r.sequence asc, r.id collate "C" asc
+      limit v_keep);
     exit when v_probe is null or v_probed < v_probe
               or (v_candidates[v_keep]).similarity + 0.25::float8 * (v_candidates[v_keep]).lexical > v_floor;
     v_probe := null;  -- every row
@@ -261,7 +247,8 @@ begin
              e.created_at, e.updated_at
       from unnest(v_candidates) with ordinality as c(row_id, resource_id, thread_id, id, sequence, importance,
                                                      created_at, similarity, lexical, position)
-      join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = c.row_id  -- the row scored above, in this snapshot
+      join recall_rows_v1(p_tenant_id, array(select x.row_id from unnest(v_candidates) as x)) as e
+        on e.row_id = c.row_id  -- the row scored above, in this snapshot
       order by c.position;
     return;
   end if;
@@ -280,6 +267,7 @@ begin
     -- removed them), every traveller is ranked exactly after all, so a recall
     -- always returns min(top_k, matches).
     v_bar := (v_candidates[v_keep]).similarity + 0.25::float8 * (v_candidates[v_keep]).lexical;
+    v_resource_cutoff := retention_cutoff_v1(p_tenant_id, p_resource_id, null, p_now);
     v_exact := true;
     if {{dimensions}}::integer <= 2000 then
       -- Counted from the travellers' index alone (an index-only scan).

@@ -11,10 +11,14 @@ returns timestamptz
 language plpgsql stable
 set search_path from current
 as $$
+declare
+  v_cutoff timestamptz;
 begin
-  return (select coalesce(max(p_now - p.max_age_days * interval '24 hours'), '-infinity'::timestamptz)
-          from {{retention_policy}} p
-          where p.tenant_id = p_tenant_id and p.resource_id = p_resource_id
-            and p.thread_id in ('', coalesce(p_thread_id, '')));
+  -- One single-table statement (no subquery), so Citus caches its plan too.
+  select coalesce(max(p_now - p.max_age_days * interval '24 hours'), '-infinity'::timestamptz) into v_cutoff
+  from {{retention_policy}} p
+  where p.tenant_id = p_tenant_id and p.resource_id = p_resource_id
+    and p.thread_id in ('', coalesce(p_thread_id, ''));
+  return v_cutoff;
 end;
 $$;

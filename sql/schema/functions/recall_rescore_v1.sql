@@ -1,0 +1,24 @@
+-- recall_v3's exact scores of rows its first pass kept (p_row_ids: ctids of
+-- the tenant's entries in the thread, read in the caller's snapshot):
+--   similarity = 1 - cosine distance, lexical = lexical_score_v1 over p_terms
+-- Rows of other scopes (none, from recall_bounds_v1) are left out;
+-- tombstones are the caller's to apply. A single-table statement on the
+-- tenant's predicate (see recall_bounds_v1).
+create or replace function {{schema}}.recall_rescore_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_row_ids tid[], p_query_embedding vector,
+  p_terms text[], p_any_term tsquery)
+returns table (row_id tid, id text, sequence bigint, importance double precision, created_at timestamptz,
+               similarity double precision, lexical double precision)
+language plpgsql stable
+set search_path from current
+as $$
+begin
+  return query
+    select e.ctid, e.id, e.sequence, e.importance, e.created_at,
+           1::float8 - (e.embedding <=> p_query_embedding),
+           lexical_score_v1(e.text_tsv, p_terms, p_any_term)
+    from {{entries}} e
+    where e.tenant_id = p_tenant_id and e.ctid = any(p_row_ids)
+      and e.resource_id = p_resource_id and e.thread_id = p_thread_id;
+end;
+$$;
