@@ -26,6 +26,9 @@ from prism_memory.mcp_server import (
     LIST_MAX_BYTES,
     MAX_NEW_ENTRIES,
     MemoryDirectory,
+    MemoryPage,
+    Recalled,
+    compact_schema,
     create_mcp_server,
     server_scope,
 )
@@ -135,7 +138,7 @@ async def test_tools_their_schemas_and_annotations(backends):
         schema = tool["input_schema"]
         assert schema["additionalProperties"] is False, name
         assert not {"tenant", "tenant_id", "resource", "resource_id"} & set(schema["properties"]), name
-        assert tool["output_schema"]["type"] == "object", name
+        assert tool["output_schema"]["type"] == "object" and "$defs" not in tool["output_schema"], name
         assert tool["description"], name
     hints = {name: (tool["annotations"]["read_only_hint"], tool["annotations"]["destructive_hint"],
                     tool["annotations"]["idempotent_hint"]) for name, tool in tools.items()}
@@ -156,6 +159,39 @@ async def test_tools_their_schemas_and_annotations(backends):
     assert list(admin) == TOOLS + ADMIN_TOOLS
     assert admin["legal_hold"]["annotations"]["destructive_hint"] is True
     assert admin["export_memory"]["annotations"]["read_only_hint"] is True
+
+
+def test_published_output_schemas_judge_as_pydantic_s_do():
+    """The tools publish compact_schema's form of each result model's schema (no $ref, which costs a client's
+    validator a lookup per item); on valid and broken results it gives the verdicts pydantic's schema gives."""
+    from jsonschema.validators import validator_for
+
+    hit = {"id": "e1", "text": "t", "thread": "th", "sequence": 1, "score": 0.5, "similarity": 0.4, "lexical": 0.4,
+           "importance": None, "metadata": {"k": [1]}}
+    entry = {"id": "e1", "text": "t", "thread": "th", "sequence": 1, "importance": 0.5, "metadata": {},
+             "consent": {"source": "agent", "scope": "thread", "visible": True, "granted_at": None, "revoked_at": None},
+             "legal_hold": False, "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z"}
+    cases = {
+        Recalled: [{"thread": "th", "hits": [hit], "adjacent": []},
+                   {"thread": "th", "hits": [{**hit, "importance": "high"}], "adjacent": []},
+                   {"thread": "th", "hits": [{k: v for k, v in hit.items() if k != "score"}], "adjacent": []},
+                   {"thread": "th", "hits": [{**hit, "metadata": []}], "adjacent": []},
+                   {"thread": "th", "hits": [], "adjacent": [{"id": "e2", "text": "t", "thread": "th", "sequence": "2",
+                                                              "metadata": {}}]}],
+        MemoryPage: [{"thread": "th", "entries": [entry], "next_cursor": None},
+                     {"thread": "th", "entries": [{**entry, "consent": None}], "next_cursor": "c"},
+                     {"thread": "th", "entries": [{**entry, "consent": {**entry["consent"], "visible": "yes"}}],
+                      "next_cursor": None},
+                     {"thread": "th", "entries": [{**entry, "importance": None, "sequence": 1.5}], "next_cursor": None}],
+    }
+    for model, documents in cases.items():
+        original = model.model_json_schema()
+        compact = compact_schema(original)
+        assert "$ref" not in repr(compact) and "$defs" not in compact
+        verdicts = [[not list(validator_for(schema)(schema).iter_errors(document)) for document in documents]
+                    for schema in (original, compact)]
+        assert verdicts[0] == verdicts[1], model
+        assert True in verdicts[0] and False in verdicts[0], model  # the cases tell valid from broken
 
 
 async def _listing(call: Caller) -> dict[str, Any]:

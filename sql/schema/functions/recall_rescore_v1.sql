@@ -3,7 +3,9 @@
 --   similarity = 1 - cosine distance, lexical = lexical_score_v1 over p_terms
 -- Rows of other scopes (none, from recall_bounds_v1) are left out;
 -- tombstones are the caller's to apply. A single-table statement on the
--- tenant's predicate (see recall_bounds_v1).
+-- tenant's predicate (see recall_bounds_v1), read by a TID scan only: a
+-- generic plan otherwise took a bitmap scan of the thread and compared every
+-- row with every ctid given (1.8 ms for 256 rows of a 1,000-entry thread).
 create or replace function {{schema}}.recall_rescore_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_row_ids tid[], p_query_embedding vector,
   p_terms text[], p_any_term tsquery)
@@ -11,6 +13,8 @@ returns table (row_id tid, id text, sequence bigint, importance double precision
                similarity double precision, lexical double precision)
 language plpgsql stable
 set search_path from current
+set enable_seqscan = off
+set enable_bitmapscan = off
 as $$
 begin
   return query
