@@ -9,7 +9,9 @@ thread of ``--entries`` seeded synthetic entries plus ``--other-threads``
 threads over five tenants, embedded with the hash embedder, then
 ``VACUUM (ANALYZE)``. Then, from the client, it times ``--runs`` calls of each
 (after warm-up), one operation after the other: ``recall`` (top_k=8) on the
-main thread, ``remember`` of one entry to it, and ``update_working``.
+main thread, ``remember`` of one entry to it, and ``update_working``, the
+two engines' calls interleaved (one on each in turn), so that a change in the
+machine's load reaches both alike.
 
     .venv/bin/python bench/citus.py [--citus-url URL] [--plain-url URL] [--entries 1000] [--runs 300]
 
@@ -39,8 +41,8 @@ from latency import QUESTIONS, build_threads, fill, ingest
 DIMENSIONS = 64
 
 
-async def measure(dsn: str, schema: str, citus: bool, args: argparse.Namespace) -> dict[str, float]:
-    """Install, load and time one engine; returns p50/p95 in ms per operation."""
+async def load(dsn: str, schema: str, citus: bool, args: argparse.Namespace):
+    """Install and load one engine; returns its stores, the main thread and the queries."""
     config = SchemaConfig(schema, dimensions=DIMENSIONS)
     await asyncio.to_thread(migrate, dsn, config)
     if citus:
@@ -48,35 +50,38 @@ async def measure(dsn: str, schema: str, citus: bool, args: argparse.Namespace) 
     embedder = create_hash_embedder(DIMENSIONS)
     threads = build_threads(args, embedder)
     stores = await create_postgres_memory_stores(dsn, schema=schema, dimensions=DIMENSIONS, skip_migrations=True)
-    try:
-        seconds = await ingest(stores, threads)
-        log(f"{'citus' if citus else 'plain'}: loaded {sum(len(r) for _, r in threads)} entries in {seconds:.1f} s")
-        rng = random.Random(args.seed)
-        main = threads[0][0]
-        queries = [(text, embedder.embed_one(text)) for text in (fill(rng.choice(QUESTIONS), rng) for _ in range(64))]
-        with psycopg.connect(dsn, autocommit=True) as conn:  # as autovacuum would after a bulk load
-            conn.execute(sql.SQL("vacuum (analyze) {}").format(sql.SQL(config.names["entries"])))
-        calls = {
-            "recall": lambda n, text, vector: stores.vector_store.recall(main, vector, text, 8, 0),
-            "remember": lambda n, text, vector: stores.vector_store.remember(
-                main, [EntryRecord(f"bench-{n}", text, vector, {}, None, None)]),
-            "update_working": lambda n, text, vector: stores.working_store.update_working(
-                main, {"turn": n, "last": text}, None),
-        }
-        timings: dict[str, list[float]] = {name: [] for name in calls}
-        for name, call in calls.items():  # recall first, on the loaded thread
-            for n in range(args.warmup + args.runs):
+    seconds = await ingest(stores, threads)
+    log(f"{'citus' if citus else 'plain'}: loaded {sum(len(r) for _, r in threads)} entries in {seconds:.1f} s")
+    rng = random.Random(args.seed)
+    queries = [(text, embedder.embed_one(text)) for text in (fill(rng.choice(QUESTIONS), rng) for _ in range(64))]
+    with psycopg.connect(dsn, autocommit=True) as conn:  # as autovacuum would after a bulk load
+        conn.execute(sql.SQL("vacuum (analyze) {}").format(sql.SQL(config.names["entries"])))
+    return stores, threads[0][0], queries
+
+
+async def measure(engines: dict, args: argparse.Namespace) -> dict[str, float]:
+    """Time each operation on every engine, the engines' calls interleaved (one call on each in turn), so a
+    change in the machine's load reaches both alike; returns ``<engine>_<operation>_p50_ms`` and ``_p95_ms``."""
+    calls = {
+        "recall": lambda stores, main, n, text, vector: stores.vector_store.recall(main, vector, text, 8, 0),
+        "remember": lambda stores, main, n, text, vector: stores.vector_store.remember(
+            main, [EntryRecord(f"bench-{n}", text, vector, {}, None, None)]),
+        "update_working": lambda stores, main, n, text, vector: stores.working_store.update_working(
+            main, {"turn": n, "last": text}, None),
+    }
+    timings: dict[str, list[float]] = {f"{engine}_{name}": [] for engine in engines for name in calls}
+    for name, call in calls.items():  # recall first, on the loaded thread
+        for n in range(args.warmup + args.runs):
+            for engine, (stores, main, queries) in engines.items():
                 text, vector = queries[n % len(queries)]
                 started = time.perf_counter()
-                await call(n, text, vector)
+                await call(stores, main, n, text, vector)
                 if n >= args.warmup:
-                    timings[name].append((time.perf_counter() - started) * 1000)
-    finally:
-        await stores.close()
+                    timings[f"{engine}_{name}"].append((time.perf_counter() - started) * 1000)
     result = {}
-    for name, values in timings.items():
-        result[f"{name}_p50_ms"] = round(float(np.percentile(values, 50)), 3)
-        result[f"{name}_p95_ms"] = round(float(np.percentile(values, 95)), 3)
+    for key, values in timings.items():
+        result[f"{key}_p50_ms"] = round(float(np.percentile(values, 50)), 3)
+        result[f"{key}_p95_ms"] = round(float(np.percentile(values, 95)), 3)
     return result
 
 
@@ -94,13 +99,16 @@ async def main() -> None:
     if not args.citus_url:
         raise SystemExit("bench/citus.py needs --citus-url or $PRISM_TEST_CITUS_URL (a coordinator with workers)")
     citus_url = check_local(args.citus_url)
-    result: dict[str, object] = {"entries": args.entries, "runs": args.runs}
-    with scratch_schema(citus_url, "bench_citus") as schema:
-        figures = await measure(citus_url, schema, True, args)
-    result.update({f"citus_{key}": value for key, value in figures.items()})
-    with local_postgres(args.plain_url) as plain_url, scratch_schema(plain_url, "bench_plain") as schema:
-        figures = await measure(plain_url, schema, False, args)
-    result.update({f"plain_{key}": value for key, value in figures.items()})
+    result: dict[str, object] = {"entries": args.entries, "runs": args.runs, "interleaved": True}
+    with scratch_schema(citus_url, "bench_citus") as citus_schema, local_postgres(args.plain_url) as plain_url, \
+            scratch_schema(plain_url, "bench_plain") as plain_schema:
+        engines = {"citus": await load(citus_url, citus_schema, True, args),
+                   "plain": await load(plain_url, plain_schema, False, args)}
+        try:
+            result.update(await measure(engines, args))
+        finally:
+            for stores, _, _ in engines.values():
+                await stores.close()
     for name in ("recall", "remember", "update_working"):
         result[f"{name}_ratio"] = round(result[f"citus_{name}_p50_ms"] / result[f"plain_{name}_p50_ms"], 2)
     result["goal_recall_ratio_at_most"] = 1.5

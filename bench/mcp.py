@@ -1,8 +1,9 @@
 """The MCP server end to end: recall latency over stdio, and isolation under concurrent HTTP clients.
 
 1. stdio: starts ``prism-memory mcp`` as a subprocess (the SDK's stdio client, as a desktop agent does) on
-   Postgres, fills one thread with ``--entries`` synthetic entries through the ``remember`` tool, then
-   times ``--runs`` ``recall`` tool calls (top_k 8) from the client, after ``--warmup`` untimed ones.
+   Postgres, fills one thread with ``--entries`` synthetic entries through the ``remember`` tool, runs
+   ``VACUUM (ANALYZE)`` on the entries (as autovacuum would after the load), then times ``--runs``
+   ``recall`` tool calls (top_k 8) from the client, after ``--warmup`` untimed ones.
 2. HTTP: starts ``prism-memory mcp --transport http`` on 127.0.0.1 with two tokens bound to look-alike
    tenants (``acme``, ``acme-corp``: same resource and thread names, distinct entries) and runs
    ``--http-clients`` concurrent sessions (half per token) for ``--http-seconds``: recall (in its own
@@ -32,6 +33,8 @@ from pathlib import Path
 
 import httpx2
 import numpy as np
+import psycopg
+from psycopg import sql
 
 # This file is bench/mcp.py: run as a script, its directory comes first on sys.path and would shadow the SDK's
 # `mcp` package. Import the SDK with that directory set aside, then put it back for the benchmark helpers.
@@ -70,6 +73,9 @@ async def stdio_recall(args: argparse.Namespace, dsn: str, schema: str) -> dict:
                 texts = [fill(rng.choice(TEMPLATES), rng) for _ in range(min(REMEMBER_BATCH, args.entries - start))]
                 result = await client.call_tool("remember", {"texts": texts})
                 assert not result.is_error, result.content
+            with psycopg.connect(dsn, autocommit=True) as conn:  # as autovacuum would after a bulk load
+                conn.execute(sql.SQL("vacuum (analyze) {}").format(
+                    sql.SQL(SchemaConfig(schema=schema, dimensions=args.dimensions).names["entries"])))
             queries = [fill(rng.choice(QUESTIONS), rng) for _ in range(200)]
             timings = []
             for n in range(args.warmup + args.runs):
