@@ -1,19 +1,23 @@
 -- prism-memory schema revision 0013: citus_recall. Recall of a thread reads
 -- its tables through single-table statements on the tenant's predicate, which
--- Citus plans once per session (fast-path router queries, whose local plans it
--- caches on the worker) instead of on every call; plain PostgreSQL runs the
--- same statements from its own plan cache:
+-- Citus plans on its fast path (for the shard directly) where it planned the
+-- former CTE-and-join statement in full on every call; plain PostgreSQL runs
+-- the same statements from its own plan cache:
 -- * recall_bounds_v1 (new): the thread's rows with the highest upper bounds,
 --   as ctids (recall_v3's narrow first pass);
--- * recall_rescore_v1 (new): the exact scores of the rows that pass kept; the
---   thread's tombstones are read once and hashed by recall_v3;
--- * recall_rows_v1 (new): the returned columns of a plain recall's hits;
--- * recall_v3 reads the thread through them (under Citus it plans per call
---   only the statements after the thread's leg), and joins back each row by
---   a parameterized TID scan, never a hash join over the tenant's shard (a
---   custom plan chose that, about 6 ms on Citus);
+-- * recall_rescore_v1 (new): the exact scores of the rows that pass kept, by
+--   a TID scan only; the thread's tombstones are read once and hashed by
+--   recall_v3;
+-- * recall_rows_v1 (new): the returned columns of a plain recall's hits, by
+--   a TID scan only;
+-- * recall_v3 reads the thread through them, never joining the kept rows back
+--   by a hash join over the tenant's shard (a custom plan chose that under
+--   Citus: about 6 ms), and reads the resource's own retention policy only
+--   across threads, where it is used;
 -- * retention_cutoff_v1 reads the policies with a statement that has no
 --   subquery (same answer).
+-- (prism_memory.citus.distribute, outside the revisions, sets every API
+-- function to plan per call on a distributed install: docs/scaling.md.)
 
 {{pin_search_path}}
 

@@ -5,9 +5,9 @@
 -- the caller, a stable function) and
 --   upper = similarity + 0.25 when its tsvector holds a term of p_any_term, else similarity
 -- (lexical <= 1, so no row's exact score exceeds it). Tombstones are not read
--- here. One single-table statement on the tenant's predicate, so Citus plans
--- it once for the session (a fast-path router query: its plan is cached on the
--- worker), as plain PostgreSQL does.
+-- here. One single-table statement on the tenant's predicate, which Citus
+-- plans on its fast path (for the shard directly, never printed back to text);
+-- plain PostgreSQL runs it from its plan cache.
 create or replace function {{schema}}.recall_bounds_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_query_embedding vector, p_any_term tsquery,
   p_require_consent boolean, p_cutoff timestamptz, p_now timestamptz, p_limit integer)

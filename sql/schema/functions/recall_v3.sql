@@ -58,13 +58,14 @@
 -- those are read through their HNSW index and re-ranked exactly (below).
 --
 -- Plan: cached generic plans (planning per call costs more than the scan of
--- a thread), and for the HNSW read, planned per call. Under Citus, which
--- routes a generic plan only for a single-table statement on the tenant's
--- predicate (a fast-path router query, whose plan it caches on the worker),
--- the thread's leg up to a plain recall's hits is such statements
--- (retention_cutoff_v1, the tombstones, recall_bounds_v1, recall_rescore_v1,
--- recall_rows_v1) and everything after is planned per call. Plain index scans and merge joins are off, so a
--- thread is read by a bitmap scan. Each source of entries (the thread, the
+-- a thread), but for the HNSW read, planned per call. Under Citus every
+-- statement is planned per call (a generic plan is routed only for a
+-- single-table statement, and Citus 14.0 leaks one for each execution of
+-- that), so the thread's leg up to a plain recall's hits reads each table
+-- with a single-table statement on the tenant's predicate, which Citus plans
+-- on its fast path: retention_cutoff_v1, the tombstones, recall_bounds_v1,
+-- recall_rescore_v1, recall_rows_v1. Plain index scans and merge joins are
+-- off, so a thread is read by a bitmap scan. Each source of entries (the thread, the
 -- resource's other threads, the grants) gives its own best candidates (top_k,
 -- or top_k x 4 with scoring: recall_candidate_v1, in score order): a plain
 -- recall of one thread returns the thread's as they are, otherwise one
@@ -215,7 +216,7 @@ begin
   -- rows exist, or when the v_keep-th best exact score among them beats the
   -- highest bound left out (strictly: no tie can be missed); otherwise the
   -- pass runs again over every row. Each read of a table is a single-table
-  -- statement of its own, so Citus can cache its plan.
+  -- statement of its own, which Citus plans on its fast path.
   select coalesce(array_agg(i.entry_id), '{}') into v_tombstones
   from {{invalidation}} i
   where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id and i.thread_id = p_thread_id;

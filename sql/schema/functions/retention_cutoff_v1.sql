@@ -14,7 +14,7 @@ as $$
 declare
   v_cutoff timestamptz;
 begin
-  -- One single-table statement (no subquery), so Citus caches its plan too.
+  -- One single-table statement (no subquery): Citus plans it on its fast path.
   select coalesce(max(p_now - p.max_age_days * interval '24 hours'), '-infinity'::timestamptz) into v_cutoff
   from {{retention_policy}} p
   where p.tenant_id = p_tenant_id and p.resource_id = p_resource_id
