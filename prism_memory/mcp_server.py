@@ -604,8 +604,14 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
         if isinstance(reference, str) and reference.startswith("#/$defs/"):
             target = definitions[reference.removeprefix("#/$defs/")]
             node = {**target, **{key: value for key, value in node.items() if key != "$ref"}}
-        out = {key: compact(value, depth + 1) for key, value in node.items()
-               if key not in ("$defs", "title") and not (key == "additionalProperties" and value is True)}
+        out = {}
+        for key, value in node.items():
+            if key in ("$defs", "title") or (key == "additionalProperties" and value is True):
+                continue  # annotations and defaults; a property's own name is kept below
+            if key in ("properties", "patternProperties") and isinstance(value, dict):
+                out[key] = {name: compact(schema, depth + 1) for name, schema in value.items()}
+            else:
+                out[key] = compact(value, depth + 1)
         choices = out.get("anyOf")
         if choices and all(set(choice) == {"type"} and isinstance(choice["type"], str) for choice in choices):
             del out["anyOf"]

@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from pydantic import BaseModel
 from mcp import Client, MCPError
 from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
 from prism_memory import create_hash_embedder, create_postgres_memory_stores, grant_app_role
@@ -184,6 +185,17 @@ def test_published_output_schemas_judge_as_pydantic_s_do():
                       "next_cursor": None},
                      {"thread": "th", "entries": [{**entry, "importance": None, "sequence": 1.5}], "next_cursor": None}],
     }
+    class Note(BaseModel):  # field names that are also schema keywords stay fields
+        title: str
+        properties: list[int | None]
+
+    class Notes(BaseModel):
+        notes: list[Note]
+        first: Note | None
+
+    note = {"title": "t", "properties": [1, None]}
+    cases[Notes] = [{"notes": [note], "first": None}, {"notes": [{**note, "title": 1}], "first": None},
+                    {"notes": [], "first": {**note, "properties": ["x"]}}, {"notes": [note], "first": note}]
     for model, documents in cases.items():
         original = model.model_json_schema()
         compact = compact_schema(original)
