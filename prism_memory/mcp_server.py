@@ -609,7 +609,7 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
             if key in ("$defs", "title") or (key == "additionalProperties" and value is True):
                 continue  # annotations and defaults; a property's own name is kept below
             if key in ("properties", "patternProperties") and isinstance(value, dict):
-                out[key] = {name: compact(schema, depth + 1) for name, schema in value.items()}
+                out[key] = {name: compact(subschema, depth + 1) for name, subschema in value.items()}
             else:
                 out[key] = compact(value, depth + 1)
         choices = out.get("anyOf")

@@ -462,10 +462,10 @@ def test_the_partitioned_install_is_the_normal_install_but_for_partitions(partit
         # plan"), in place of recall's own generic mode; the partitioned install is not distributed, so the
         # plan_cache_mode settings are compared apart from the rest.
         custom = "\n SET plan_cache_mode TO 'force_custom_plan'"
+        partitioned = catalog(partitioned_dsn)
         assert sum(custom in row[2] for row in normal if row[0] == "function") >= len(OPERATIONS) // 2
-        assert not any(custom in row[2] for row in catalog(partitioned_dsn))
-        normal = without_plan_cache_mode(normal)
-        assert without_plan_cache_mode(as_unpartitioned(catalog(partitioned_dsn))) == normal
+        assert not any(custom in row[2] for row in partitioned)
+        assert without_plan_cache_mode(as_unpartitioned(partitioned)) == without_plan_cache_mode(normal)
         return
     assert as_unpartitioned(catalog(partitioned_dsn)) == normal
 

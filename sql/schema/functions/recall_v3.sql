@@ -65,10 +65,10 @@
 -- with a single-table statement on the tenant's predicate, which Citus plans
 -- on its fast path: retention_cutoff_v1, the tombstones, recall_bounds_v1,
 -- recall_rescore_v1, recall_rows_v1. Plain index scans and merge joins are
--- off, so a thread is read by a bitmap scan. Each source of entries (the thread, the
--- resource's other threads, the grants) gives its own best candidates (top_k,
--- or top_k x 4 with scoring: recall_candidate_v1, in score order): a plain
--- recall of one thread returns the thread's as they are, otherwise one
+-- off, so a thread is read by a bitmap scan. Each source of entries (the
+-- thread, the resource's other threads, the grants) gives its own best
+-- candidates (top_k, or top_k x 4 with scoring: recall_candidate_v1, in score
+-- order): a plain recall of one thread returns the thread's as they are, otherwise one
 -- statement ranks them together, blends, adds adjacency and gate counts. Hits
 -- and adjacent rows are joined back to their entries by tenant and ctid (the
 -- row scored, same snapshot; ctids repeat across a distributed table's
