@@ -594,7 +594,7 @@ async def cmd_mcp(args: argparse.Namespace, out: Console, status: Console) -> No
             status.print(f"prism-memory mcp: serving tenant {scope.tenant_id!r}, resource {scope.resource_id!r} "
                          f"(thread {scope.thread_id!r}) over stdio on {where}", markup=False)
             # Until the client closes standard input (the MCP shutdown); a SIGTERM after that ends the process at once.
-            await server.run_stdio_async()
+            await mcp_server.serve_stdio(server)
             return
         if args.host not in LOOPBACK:
             status.print(f"prism-memory mcp: warning: listening on {args.host}, beyond this machine, without TLS: "

@@ -21,7 +21,10 @@ import hashlib
 import hmac
 import json
 import logging
+import os
 import secrets
+import stat
+import sys
 import tomllib
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -31,6 +34,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import anyio
 from mcp import MCPError
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -75,6 +79,8 @@ LIST_LIMIT = (20, 100)
 LIST_MAX_BYTES = 256 * 1024
 #: The resource holding the rendered working memory.
 WORKING_URI = "memory://working"
+#: The longest line (one JSON-RPC message) the stdio transport reads; a longer one is dropped as unparsable.
+STDIO_LINE_LIMIT = 64 * 1024 * 1024
 #: Environment variables the stdio transport reads its scope from (a flag wins).
 SCOPE_ENVIRONMENT = {"tenant": "PRISM_MEMORY_TENANT", "resource": "PRISM_MEMORY_RESOURCE", "thread": "PRISM_MEMORY_THREAD"}
 
@@ -872,6 +878,112 @@ async def context_text(
         recalled = directory.thread(scope, thread).create_context_provider(working=False, max_tokens=budget)
         blocks += await recalled.provide(query)
     return "\n\n".join(block.text for block in blocks) if blocks else "(no stored memory applies to this query)"
+
+
+# -- serving over stdio -----------------------------------------------------------------
+
+
+def _is_pipe(fd: int) -> bool:
+    """Whether ``fd`` is a pipe or a socket (what asyncio's pipe transports serve)."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+class _PipeLines:
+    """The lines of a pipe read on the event loop (the SDK's ``stdio_server`` iterates them as text)."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    def __aiter__(self) -> _PipeLines:
+        return self
+
+    async def __anext__(self) -> str:
+        try:
+            line = await self._reader.readline()
+        except ValueError:  # a line over the reader's limit: drop it, as a message the SDK cannot parse
+            line = b"\n"
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+class _PipeWriter(asyncio.Protocol):
+    """Text written to a pipe on the event loop; ``flush`` waits while the pipe is full (asyncio's flow control)."""
+
+    def __init__(self) -> None:
+        self._transport: asyncio.WriteTransport | None = None
+        self._writable = asyncio.Event()
+        self._writable.set()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._transport = None
+        self._writable.set()
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    async def write(self, text: str) -> None:
+        if self._transport is None or self._transport.is_closing():
+            raise anyio.ClosedResourceError  # the client closed its end: the SDK's writer stops quietly
+        self._transport.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        await self._writable.wait()
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """Serve ``server`` over this process's standard input and output until the client closes standard input.
+
+    The SDK's framing (``mcp.server.stdio.stdio_server``: a JSON-RPC message a line) on streams that read and
+    write the pipes on the event loop. The SDK's own streams move each line through a worker thread (a read, a
+    write and a flush per message), about 0.5 ms of a tool call (docs/benchmarks.md, bench/mcp.py). Like the
+    SDK, while serving, descriptor 0 reads ``/dev/null`` and descriptor 1 writes to standard error, so stray
+    output (a library's ``print``) never reaches the protocol; both are restored on return. When standard
+    input or output is not a pipe or a socket (a file, a terminal), this is the SDK's ``run_stdio_async``.
+    It runs the server's low-level ``Server`` (``MCPServer._lowlevel_server``, what ``run_stdio_async`` runs).
+    """
+    if not (_is_pipe(0) and _is_pipe(1)):
+        await server.run_stdio_async()
+        return
+    from mcp.server.stdio import stdio_server
+
+    loop = asyncio.get_running_loop()
+    sys.stdout.flush()
+    saved = os.dup(0), os.dup(1)  # the wire, put back on return
+    null = os.open(os.devnull, os.O_RDONLY)
+    writer = _PipeWriter()
+    try:
+        wire_in, wire_out = os.fdopen(os.dup(0), "rb", buffering=0), os.fdopen(os.dup(1), "wb", buffering=0)
+        os.dup2(null, 0)
+        os.dup2(2, 1)
+        reader = asyncio.StreamReader(limit=STDIO_LINE_LIMIT, loop=loop)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), wire_in)
+        await loop.connect_write_pipe(lambda: writer, wire_out)
+        lowlevel = server._lowlevel_server  # noqa: SLF001 - what MCPServer.run_stdio_async serves
+        async with stdio_server(_PipeLines(reader), writer) as (read_stream, write_stream):  # type: ignore[arg-type]
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+    finally:
+        writer.close()
+        sys.stdout.flush()
+        for fd, wire in zip((0, 1), saved):
+            os.dup2(wire, fd)
+            os.set_blocking(fd, True)  # asyncio's transports made the wire non-blocking
+            os.close(wire)
+        os.close(null)
 
 
 # -- serving over HTTP ------------------------------------------------------------------

@@ -119,6 +119,81 @@ async def test_stdio_server_embeds_with_the_configured_embedder(pg_dsn, tmp_path
         assert conn.execute("select model_id from prism_memory.semantic_memory_embedding_model").fetchall() == [("served-model",)]
 
 
+#: A server whose tool writes to standard output behind the protocol's back, served by serve_stdio.
+NOISY_SERVER = """
+import asyncio, os
+from mcp.server.mcpserver import MCPServer
+from prism_memory.mcp_server import serve_stdio
+
+server = MCPServer("noisy")
+
+@server.tool()
+def shout(word: str) -> str:
+    print("stray print", word)
+    os.write(1, b"stray write " + word.encode() + b"\\n")
+    return word.upper()
+
+asyncio.run(serve_stdio(server))
+"""
+NOISY_CONVERSATION = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "shout", "arguments": {"word": "hi"}}},
+    {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "shout", "arguments": {"word": "x" * 300_000}}},
+]
+
+
+def noisy_conversation(tmp_path: Path, stdout_is_a_pipe: bool) -> tuple[list[dict], str]:
+    """NOISY_CONVERSATION with a NOISY_SERVER process, each request's response awaited before the next message,
+    its standard output a pipe (serve_stdio's own streams) or a file (the SDK's, serve_stdio's fallback);
+    returns the responses and what reached standard error."""
+    out_path, err_path = tmp_path / f"out-{stdout_is_a_pipe}", tmp_path / f"err-{stdout_is_a_pipe}"
+    with out_path.open("wb") as out_file, err_path.open("wb") as err_file:
+        process = subprocess.Popen([sys.executable, "-c", NOISY_SERVER], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE if stdout_is_a_pipe else out_file, stderr=err_file)
+        responses: list[dict] = []
+        try:
+            for message in NOISY_CONVERSATION:
+                process.stdin.write(json.dumps(message).encode() + b"\n")
+                process.stdin.flush()
+                if "id" not in message:
+                    continue
+                if stdout_is_a_pipe:
+                    line = process.stdout.readline()
+                else:
+                    deadline = time.monotonic() + SERVER_START_S
+                    while (lines := out_path.read_bytes().splitlines(keepends=True))[len(responses):] == [] \
+                            or not lines[-1].endswith(b"\n"):
+                        assert time.monotonic() < deadline, "no response from the server"
+                        time.sleep(0.02)
+                    line = lines[len(responses)]
+                responses.append(json.loads(line))
+            process.stdin.close()
+            assert process.wait(SERVER_START_S) == 0
+            rest = process.stdout.read() if stdout_is_a_pipe else b"".join(out_path.read_bytes().splitlines(keepends=True)[len(responses):])
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert rest == b"", rest[:200]  # nothing but the responses on the wire
+    return responses, err_path.read_text()
+
+
+def test_serve_stdio_keeps_stray_output_off_the_wire_and_answers_as_the_sdk_does(tmp_path):
+    """serve_stdio on pipes reads and writes them on the event loop; with standard output a file it falls
+    back to the SDK's transport. Both answer the same conversation alike (a 300 kB argument included), and
+    a tool's print() or write to descriptor 1 lands on standard error, never in the protocol."""
+    on_pipes, piped_errors = noisy_conversation(tmp_path, stdout_is_a_pipe=True)
+    on_a_file, file_errors = noisy_conversation(tmp_path, stdout_is_a_pipe=False)
+    assert on_pipes == on_a_file
+    assert [response["id"] for response in on_pipes] == [1, 2, 3]
+    assert on_pipes[1]["result"]["structuredContent"] == {"result": "HI"}
+    assert on_pipes[2]["result"]["structuredContent"] == {"result": "X" * 300_000}
+    for errors in (piped_errors, file_errors):
+        assert "stray print hi" in errors and "stray write hi" in errors and "Traceback" not in errors
+
+
 @pytest.mark.parametrize("argv, environment, message", [
     (["mcp"], {}, "no scope configured: over stdio pass --tenant and --resource"),
     (["--tenant", "acme", "mcp"], {}, "no scope configured"),
