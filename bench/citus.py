@@ -15,6 +15,9 @@ machine's load reaches both alike.
 
     .venv/bin/python bench/citus.py [--citus-url URL] [--plain-url URL] [--entries 1000] [--runs 300]
 
+It also prints ``citus_plan_cache_mode``, the plan mode distribute() chose for the cluster's Citus build
+(``auto`` where it reuses its local plans, else ``force_custom_plan``: docs/scaling.md).
+
 Goal (issue 14): Citus recall p50 at most 1.5x plain. The last stdout line
 is a JSON object; progress goes to stderr.
 """
@@ -42,11 +45,11 @@ DIMENSIONS = 64
 
 
 async def load(dsn: str, schema: str, citus: bool, args: argparse.Namespace):
-    """Install and load one engine; returns its stores, the main thread and the queries."""
+    """Install and load one engine; returns its stores, the main thread, the queries and (on Citus) the plan
+    mode distribute() chose."""
     config = SchemaConfig(schema, dimensions=DIMENSIONS)
     await asyncio.to_thread(migrate, dsn, config)
-    if citus:
-        await asyncio.to_thread(distribute, dsn, config)
+    plan_cache_mode = (await asyncio.to_thread(distribute, dsn, config)).plan_cache_mode if citus else None
     embedder = create_hash_embedder(DIMENSIONS)
     threads = build_threads(args, embedder)
     stores = await create_postgres_memory_stores(dsn, schema=schema, dimensions=DIMENSIONS, skip_migrations=True)
@@ -56,7 +59,7 @@ async def load(dsn: str, schema: str, citus: bool, args: argparse.Namespace):
     queries = [(text, embedder.embed_one(text)) for text in (fill(rng.choice(QUESTIONS), rng) for _ in range(64))]
     with psycopg.connect(dsn, autocommit=True) as conn:  # as autovacuum would after a bulk load
         conn.execute(sql.SQL("vacuum (analyze) {}").format(sql.SQL(config.names["entries"])))
-    return stores, threads[0][0], queries
+    return stores, threads[0][0], queries, plan_cache_mode
 
 
 async def measure(engines: dict, args: argparse.Namespace) -> dict[str, float]:
@@ -102,8 +105,8 @@ async def main() -> None:
     result: dict[str, object] = {"entries": args.entries, "runs": args.runs, "interleaved": True}
     with scratch_schema(citus_url, "bench_citus") as citus_schema, local_postgres(args.plain_url) as plain_url, \
             scratch_schema(plain_url, "bench_plain") as plain_schema:
-        engines = {"citus": await load(citus_url, citus_schema, True, args),
-                   "plain": await load(plain_url, plain_schema, False, args)}
+        *citus_engine, result["citus_plan_cache_mode"] = await load(citus_url, citus_schema, True, args)
+        engines = {"citus": tuple(citus_engine), "plain": (await load(plain_url, plain_schema, False, args))[:3]}
         try:
             result.update(await measure(engines, args))
         finally:

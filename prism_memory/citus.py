@@ -8,11 +8,21 @@ table (every node reads it locally); and every function of the schema is
 propagated to every node, each API function delegated by its first argument
 (the tenant) with ``force_delegation``, so a call runs whole on the node that
 holds the tenant, its per-thread advisory locks included, in or out of an
-explicit transaction, and set to plan each of its statements for its
-parameters (``plan_cache_mode = force_custom_plan``: with a cached generic
-plan, Citus 14.0 re-plans the statement's shard query on every execution and
-keeps every such plan for the life of the session, a leak of about 27 kB per
-statement executed).
+explicit transaction.
+
+How the delegated functions plan their statements depends on the Citus build
+(:func:`caches_local_plans` asks every node). Citus 12.1.11 to 12.1.12, 13.2.1
+to 13.2.2 and 14.0.0 to 14.0.1 never find the local plan they cache for a
+generic plan's single-shard statement (citusdata/citus#8371 brought the bug,
+#8824 fixes it): every execution plans the shard query again and keeps that
+plan for the life of the session, a leak of about 27 kB per statement
+executed. There, every API function is set to plan each of its statements for
+its parameters (``plan_cache_mode = force_custom_plan``). Where Citus reuses
+its local plans, they are set to ``plan_cache_mode = auto``, PostgreSQL's own
+choice: a single-shard statement runs from its cached plan after its fifth
+execution (Citus declines a generic plan it could not route, so a statement
+that joins tables is planned per call), which makes a recall about a third
+faster than planning every statement (docs/scaling.md).
 
 It is idempotent: a table already distributed is left alone, and every
 function is re-sent to the workers and re-delegated, which is what a
@@ -58,12 +68,15 @@ class Distribution:
     ``tables_distributed``: tables it distributed now (empty when all already
     were); ``functions_delegated``: API functions delegated by their tenant;
     ``functions_propagated``: every other function of the schema, sent to
-    every node.
+    every node; ``plan_cache_mode``: what the delegated functions were set to,
+    ``"auto"`` where Citus reuses its local plans, else ``"force_custom_plan"``
+    (:func:`caches_local_plans`).
     """
 
     tables_distributed: tuple[str, ...]
     functions_delegated: int
     functions_propagated: int
+    plan_cache_mode: str
 
 
 #: Whether the citus extension is installed in the connected database.
@@ -84,6 +97,60 @@ def is_distributed(conn, config) -> bool:
     if not has_citus(conn):
         return False
     return conn.execute(IS_DISTRIBUTED_SQL, (config.names["entries"],)).fetchone()[0]
+
+
+#: The probe :func:`caches_local_plans` runs on every node (``run_command_on_all_nodes``), formatted with the
+#: entries table's name: on a node that holds a shard of it, a tenant of that shard, then one single-shard
+#: statement executed from a generic plan as an API function's would be; its plans' memory (the ``CachedPlan``
+#: contexts of the session) must not grow from the 10th execution to the 60th. It raises PM000 when it does.
+LOCAL_PLAN_PROBE = """
+do $probe$
+declare
+  v_tenant text;
+  v_before bigint;
+begin
+  select t.tenant into v_tenant
+  from generate_series(1, 4096) as g, lateral (select 'plan-probe-' || g as tenant) as t
+  where exists (select 1 from pg_catalog.pg_dist_placement p
+                join pg_catalog.pg_dist_local_group l on l.groupid = p.groupid
+                where p.shardid = pg_catalog.get_shard_id_for_distribution_column({table_literal}, t.tenant))
+  limit 1;
+  if v_tenant is null then
+    return;  -- no shard of it on this node
+  end if;
+  perform pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
+  for n in 1..60 loop
+    perform 1 from {table} e where e.tenant_id = v_tenant limit 1;
+    if n = 10 then
+      select sum(c.total_bytes) into v_before from pg_catalog.pg_backend_memory_contexts c where c.name = 'CachedPlan';
+    end if;
+  end loop;
+  if (select sum(c.total_bytes) from pg_catalog.pg_backend_memory_contexts c where c.name = 'CachedPlan')
+     > v_before + 32768 then
+    raise exception 'prism-memory: Citus keeps a new local plan per execution' using errcode = 'PM000';
+  end if;
+end
+$probe$
+"""
+
+
+def caches_local_plans(conn, entries_table: str) -> bool:
+    """Whether Citus, on every node of the cluster ``conn`` is connected to (the coordinator), reuses the local
+    plan it caches for a generic plan's single-shard statement instead of keeping a new one per execution.
+
+    Runs :data:`LOCAL_PLAN_PROBE` on every node that holds a shard of ``entries_table`` (distributed
+    already): 60 executions of one statement, about a millisecond. False when any node's plans grew, and
+    when the probe could not run (``run_command_on_all_nodes`` refused it, say): the safe answer, under which
+    :func:`distribute` has every API function plan per call. ``conn`` is a psycopg connection in autocommit.
+    """
+    from psycopg import sql
+
+    probe = LOCAL_PLAN_PROBE.format(table=entries_table, table_literal=sql.quote(entries_table))
+    try:
+        results = conn.execute("select success from pg_catalog.run_command_on_all_nodes(%s)", (probe,)).fetchall()
+    except Exception:  # noqa: BLE001 - any refusal means: plan per call
+        return False
+    return bool(results) and all(success for (success,) in results)
 
 
 def distribute(dsn: str, config=None, *, shard_count: int | None = None) -> Distribution:
@@ -141,6 +208,7 @@ def distribute(dsn: str, config=None, *, shard_count: int | None = None) -> Dist
                 )
                 distributed.append(names[key])
             delegated = propagated = 0
+            plan_cache_mode = "auto" if caches_local_plans(conn, names["entries"]) else "force_custom_plan"
             api = {name for name, _ in API_FUNCTIONS} - UNDELEGATED_FUNCTIONS
             # SQL-language bodies last: a worker checks such a body when the function arrives, so what it
             # calls must be there first (remember_v1, kept since revision 0001, calls remember_v2, new in 0012).
@@ -156,12 +224,14 @@ def distribute(dsn: str, config=None, *, shard_count: int | None = None) -> Dist
                         "select create_distributed_function(%s, '$1', colocate_with => %s, force_delegation => true)",
                         (signature, names["entries"]),
                     )
-                    # Every statement of the call planned for its parameters: Citus 14.0 re-plans a cached
-                    # generic plan's single-shard statement on every execution and keeps each of those plans
-                    # until the session ends (about 27 kB a statement: a worker's connection grew by 1.3 GB
-                    # in 16 s of update_working calls). Citus propagates the setting to every node.
-                    conn.execute(sql.SQL("alter function {} set plan_cache_mode = force_custom_plan").format(
-                        sql.SQL(signature)))
+                    # auto where Citus reuses its local plans; else every statement planned for its parameters,
+                    # since Citus re-plans a cached generic plan's single-shard statement on every execution
+                    # and keeps each of those plans until the session ends (about 27 kB a statement: a
+                    # worker's connection grew by 1.3 GB in 16 s of update_working calls). Either replaces a
+                    # function's own setting (recall_v3's force_generic_plan: Citus cannot route a generic
+                    # plan of a statement that joins tables). Citus propagates the setting to every node.
+                    conn.execute(sql.SQL("alter function {} set plan_cache_mode = {}").format(
+                        sql.SQL(signature), sql.SQL(plan_cache_mode)))
                     delegated += 1
                 else:
                     conn.execute("select create_distributed_function(%s)", (signature,))
@@ -174,7 +244,7 @@ def distribute(dsn: str, config=None, *, shard_count: int | None = None) -> Dist
             conn.execute(sql.SQL("grant execute on function {}.install_info_v1() to public").format(schema))
     except psycopg.Error as error:
         raise ConfigurationError(f"Citus refused to distribute the install: {error}") from error
-    return Distribution(tuple(distributed), delegated, propagated)
+    return Distribution(tuple(distributed), delegated, propagated, plan_cache_mode)
 
 
 def _regclass_text(conn, name: str) -> str:

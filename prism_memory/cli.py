@@ -393,8 +393,10 @@ async def cmd_distribute(args: argparse.Namespace, out: Console, status: Console
     config = SchemaConfig(args.schema or default_schema(args.embedder, width), args.table, width)
     done = await asyncio.to_thread(distribute, args.dsn, config, shard_count=args.shard_count)
     tables = ", ".join(done.tables_distributed) if done.tables_distributed else "none (all were)"
-    out.print(f"distributed now: {tables}; API functions delegated by tenant: {done.functions_delegated}; "
-              f"other functions on every node: {done.functions_propagated}", markup=False)
+    planned = ("from cached plans (this Citus reuses its local plans)" if done.plan_cache_mode == "auto"
+               else "per call (this Citus leaks the local plans of cached ones: citusdata/citus#8824)")
+    out.print(f"distributed now: {tables}; API functions delegated by tenant: {done.functions_delegated}, "
+              f"planned {planned}; other functions on every node: {done.functions_propagated}", markup=False)
 
 
 async def cmd_server(args: argparse.Namespace, out: Console, status: Console) -> None:

@@ -954,7 +954,8 @@ async def serve_stdio(server: MCPServer) -> None:
     SDK, while serving, descriptor 0 reads ``/dev/null`` and descriptor 1 writes to standard error, so stray
     output (a library's ``print``) never reaches the protocol; both are restored on return. When standard
     input or output is not a pipe or a socket (a file, a terminal), this is the SDK's ``run_stdio_async``.
-    It runs the server's low-level ``Server`` (``MCPServer._lowlevel_server``, what ``run_stdio_async`` runs).
+    It runs the server's low-level ``Server`` as ``run_stdio_async`` does, through ``MCPServer._lowlevel_server``,
+    which the SDK does not document: tests/test_mcp_transports.py serves real subprocesses through this path.
     """
     if not (_is_pipe(0) and _is_pipe(1)):
         await server.run_stdio_async()
@@ -962,23 +963,26 @@ async def serve_stdio(server: MCPServer) -> None:
     from mcp.server.stdio import stdio_server
 
     loop = asyncio.get_running_loop()
-    sys.stdout.flush()
     saved = os.dup(0), os.dup(1)  # the wire, put back on return
     null = os.open(os.devnull, os.O_RDONLY)
     writer = _PipeWriter()
+    read_transport = None
     try:
         wire_in, wire_out = os.fdopen(os.dup(0), "rb", buffering=0), os.fdopen(os.dup(1), "wb", buffering=0)
         os.dup2(null, 0)
         os.dup2(2, 1)
-        reader = asyncio.StreamReader(limit=STDIO_LINE_LIMIT, loop=loop)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), wire_in)
+        sys.stdout.flush()  # what print() left buffered goes to standard error now, not to the wire
+        reader = asyncio.StreamReader(limit=STDIO_LINE_LIMIT)
+        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), wire_in)
         await loop.connect_write_pipe(lambda: writer, wire_out)
         lowlevel = server._lowlevel_server  # noqa: SLF001 - what MCPServer.run_stdio_async serves
         async with stdio_server(_PipeLines(reader), writer) as (read_stream, write_stream):  # type: ignore[arg-type]
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
     finally:
         writer.close()
-        sys.stdout.flush()
+        if read_transport is not None:
+            read_transport.close()
+        sys.stdout.flush()  # before the wire is back on descriptor 1
         for fd, wire in zip((0, 1), saved):
             os.dup2(wire, fd)
             os.set_blocking(fd, True)  # asyncio's transports made the wire non-blocking

@@ -19,7 +19,14 @@ from urllib.parse import urlparse, urlunparse
 import psycopg
 import pytest
 from prism_memory import ConfigurationError
-from prism_memory.citus import DISTRIBUTED_TABLES, FIRST_REVISION, REFERENCE_TABLES, UNDELEGATED_FUNCTIONS, distribute
+from prism_memory.citus import (
+    DISTRIBUTED_TABLES,
+    FIRST_REVISION,
+    REFERENCE_TABLES,
+    UNDELEGATED_FUNCTIONS,
+    caches_local_plans,
+    distribute,
+)
 from prism_memory.cli import main as cli_main
 from prism_memory.operations import API_FUNCTIONS
 from prism_memory.schema import REVISIONS, downgrade, grant_app_role, migrate
@@ -123,6 +130,15 @@ def test_the_cli_refuses_to_distribute_without_a_dsn_or_citus(pg_dsn, capsys):
 
 
 @plain_only
+def test_the_plan_cache_probe_answers_no_where_it_cannot_run(pg_dsn):
+    """Without Citus the probe cannot run (no run_command_on_all_nodes): the safe answer, planned per call, and
+    the connection still serves."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        assert caches_local_plans(conn, NAMES["entries"]) is False
+        assert conn.execute("select 1").fetchone() == (1,)
+
+
+@plain_only
 def test_every_api_call_answers_on_plain_postgres(pg_dsn):
     """The same calls the Citus lane makes single-shard: each answers here (no Citus-only path is taken)."""
     results = run_api_calls(pg_dsn, "acme")
@@ -146,7 +162,9 @@ def catalog_state(dsn: str) -> dict:
             "select result from run_command_on_all_nodes($$select md5(string_agg(p.proname || pg_get_functiondef(p.oid) "
             "|| coalesce(p.proacl::text, 'default'), ',' order by p.proname)) "
             "from pg_proc p where p.pronamespace = 'prism_memory'::regnamespace$$)").fetchall()
-    return {"tables": tables, "functions": functions, "definitions": {row[0] for row in definitions}}
+        plan_cache_mode = "auto" if caches_local_plans(conn, NAMES["entries"]) else "force_custom_plan"
+    return {"tables": tables, "functions": functions, "definitions": {row[0] for row in definitions},
+            "plan_cache_mode": plan_cache_mode}
 
 
 def assert_distributed_and_delegated(state: dict) -> None:
@@ -157,8 +175,8 @@ def assert_distributed_and_delegated(state: dict) -> None:
         assert state["tables"][key][0].startswith("n:"), key
     api = {name for name, _ in API_FUNCTIONS} - UNDELEGATED_FUNCTIONS
     for name, delegation in state["functions"].items():
-        if name in api:  # planned per call on every node (pg_get_functiondef below shows the SET)
-            assert delegation == f"0:true:{colocation}:plan_cache_mode=force_custom_plan", name
+        if name in api:  # in distribute()'s plan mode on every node (pg_get_functiondef below shows the SET)
+            assert delegation == f"0:true:{colocation}:plan_cache_mode={state['plan_cache_mode']}", name
         else:
             assert delegation.split(":")[0] == "-", name  # on every node, not delegated
     assert len(state["definitions"]) == 1  # every node holds the coordinator's definitions and grants
@@ -166,8 +184,14 @@ def assert_distributed_and_delegated(state: dict) -> None:
 
 @citus_only
 def test_the_install_is_distributed_colocated_and_delegated(pg_dsn):
-    assert_distributed_and_delegated(catalog_state(pg_dsn))
-    assert distribute(pg_dsn, TEST_CONFIG).tables_distributed == ()  # idempotent
+    """Every API function delegated, in the plan mode the cluster's Citus build calls for: auto where it reuses
+    the local plans it caches, else planned per call (test_repeated_calls_keep_a_session_s_memory_flat measures
+    that the mode chosen leaks nothing)."""
+    state = catalog_state(pg_dsn)
+    assert_distributed_and_delegated(state)
+    again = distribute(pg_dsn, TEST_CONFIG)
+    assert again.tables_distributed == ()  # idempotent
+    assert again.plan_cache_mode == state["plan_cache_mode"]
 
 
 @citus_only
@@ -214,8 +238,9 @@ def session_bytes(conn) -> int:
 def test_repeated_calls_keep_a_session_s_memory_flat(pg_dsn):
     """A pooled connection makes the same calls for hours: 150 more rounds of writes and reads leave its backend
     holding no more memory than before (under 2 MB more). On the Citus lane the calls go straight to the worker
-    that holds the tenant, in one backend, where Citus 14.0 kept a new plan per execution of each cached
-    single-shard statement (about 27 kB each: 17 MB here) until distribute() had every API function plan per call."""
+    that holds the tenant, in one backend, in distribute()'s plan mode: where Citus 14.0.1 keeps a new plan per
+    execution of each cached single-shard statement (about 27 kB each: 17 MB here), every statement planned per
+    call; where it reuses them (citusdata/citus#8824), auto, its cached plans reused."""
     tenant = "acme-memory"
     dsn = citus_placement(pg_dsn, NAMES["entries"], tenant)[0] if CITUS else pg_dsn
     with psycopg.connect(dsn, autocommit=True) as conn:

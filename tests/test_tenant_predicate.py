@@ -42,7 +42,7 @@ from prism_memory import (
     create_memory,
     create_postgres_memory_stores,
 )
-from prism_memory.citus import DISTRIBUTED_TABLES
+from prism_memory.citus import DISTRIBUTED_TABLES, caches_local_plans
 from prism_memory.operations import OPERATIONS
 from prism_memory.types import EntryRecord
 
@@ -458,10 +458,12 @@ def test_the_partitioned_install_is_the_normal_install_but_for_partitions(partit
                 "and c.relnamespace = pg_catalog.to_regnamespace(%s)", (TEST_CONFIG.schema,))}
         assert shards and [row for row in normal if row[1] in shards] == [("type", shard, "c") for shard in sorted(shards)]
         normal = [row for row in normal if row[1] not in shards]
-        # distribute() has each API function plan per call (docs/scaling.md, "No statement runs from a cached
-        # plan"), in place of recall's own generic mode; the partitioned install is not distributed, so the
-        # plan_cache_mode settings are compared apart from the rest.
-        custom = "\n SET plan_cache_mode TO 'force_custom_plan'"
+        # distribute() sets each API function's plan mode (docs/scaling.md, "How the functions plan depends on
+        # the Citus build"), in place of recall's own generic mode; the partitioned install is not distributed,
+        # so the plan_cache_mode settings are compared apart from the rest.
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            mode = "auto" if caches_local_plans(conn, TEST_CONFIG.names["entries"]) else "force_custom_plan"
+        custom = f"\n SET plan_cache_mode TO '{mode}'"
         partitioned = catalog(partitioned_dsn)
         assert sum(custom in row[2] for row in normal if row[0] == "function") >= len(OPERATIONS) // 2
         assert not any(custom in row[2] for row in partitioned)

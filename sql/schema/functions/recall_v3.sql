@@ -58,12 +58,13 @@
 -- those are read through their HNSW index and re-ranked exactly (below).
 --
 -- Plan: cached generic plans (planning per call costs more than the scan of
--- a thread), but for the HNSW read, planned per call. Under Citus every
--- statement is planned per call (a generic plan is routed only for a
--- single-table statement, and Citus 14.0 leaks one for each execution of
--- that), so the thread's leg up to a plain recall's hits reads each table
--- with a single-table statement on the tenant's predicate, which Citus plans
--- on its fast path: retention_cutoff_v1, the tombstones, recall_bounds_v1,
+-- a thread), but for the HNSW read, planned per call. On a distributed
+-- install the plan mode is distribute()'s (prism_memory/citus.py: auto, or
+-- every statement planned per call where Citus leaks the local plans of
+-- cached ones); Citus routes a cached plan only for a single-table statement,
+-- so the thread's leg up to a plain recall's hits reads each table with a
+-- single-table statement on the tenant's predicate, which Citus plans on its
+-- fast path: retention_cutoff_v1, the tombstones, recall_bounds_v1,
 -- recall_rescore_v1, recall_rows_v1. Plain index scans and merge joins are
 -- off, so a thread is read by a bitmap scan. Each source of entries (the
 -- thread, the resource's other threads, the grants) gives its own best
@@ -122,13 +123,6 @@ declare
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
   perform assert_now_v1(p_now);  -- expiry is measured against it
-  if citus_installed_v1() then
-    -- Under Citus a generic plan cannot be routed to the tenant's shard but for
-    -- a single-table statement, and Citus 14.0 leaks the local plan it makes
-    -- for that one on every execution: plan each call (the function's SET
-    -- restores the generic mode on return).
-    perform set_config('plan_cache_mode', 'force_custom_plan', true);
-  end if;
   perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
   if p_top_k is null or p_top_k < 1 or p_top_k > 32 then
     raise exception 'top_k must be between 1 and 32, got %', p_top_k using errcode = 'PM005';
