@@ -883,13 +883,15 @@ async def context_text(
 # -- serving over stdio -----------------------------------------------------------------
 
 
-def _is_pipe(fd: int) -> bool:
-    """Whether ``fd`` is a pipe or a socket (what asyncio's pipe transports serve)."""
+def _is_pipe(fd: int, *, socket_too: bool) -> bool:
+    """Whether ``fd`` is a pipe (or, with ``socket_too``, a socket): what asyncio's pipe transports serve. Standard
+    output must be a pipe: asyncio's write transport reads a socket's readability as its peer closing, and fd 0 and
+    fd 1 may be one socket (inetd, systemd socket units, socat), whose incoming requests would end the writes."""
     try:
         mode = os.fstat(fd).st_mode
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+    return stat.S_ISFIFO(mode) or (socket_too and stat.S_ISSOCK(mode))
 
 
 class _PipeLines:
@@ -953,17 +955,19 @@ async def serve_stdio(server: MCPServer) -> None:
     write and a flush per message), about 0.5 ms of a tool call (docs/benchmarks.md, bench/mcp.py). Like the
     SDK, while serving, descriptor 0 reads ``/dev/null`` and descriptor 1 writes to standard error, so stray
     output (a library's ``print``) never reaches the protocol; both are restored on return. When standard
-    input or output is not a pipe or a socket (a file, a terminal), this is the SDK's ``run_stdio_async``.
+    input is not a pipe or a socket, or standard output not a pipe (a file, a terminal, a socket), this is the
+    SDK's ``run_stdio_async``.
     It runs the server's low-level ``Server`` as ``run_stdio_async`` does, through ``MCPServer._lowlevel_server``,
     which the SDK does not document: tests/test_mcp_transports.py serves real subprocesses through this path.
     """
-    if not (_is_pipe(0) and _is_pipe(1)):
+    if not (_is_pipe(0, socket_too=True) and _is_pipe(1, socket_too=False)):
         await server.run_stdio_async()
         return
     from mcp.server.stdio import stdio_server
 
     loop = asyncio.get_running_loop()
-    saved = os.dup(0), os.dup(1)  # the wire, put back on return
+    saved = os.dup(0), os.dup(1)  # the wire, put back on return as it was (blocking or not)
+    blocking = os.get_blocking(0), os.get_blocking(1)
     null = os.open(os.devnull, os.O_RDONLY)
     writer = _PipeWriter()
     read_transport = None
@@ -983,9 +987,9 @@ async def serve_stdio(server: MCPServer) -> None:
         if read_transport is not None:
             read_transport.close()
         sys.stdout.flush()  # before the wire is back on descriptor 1
-        for fd, wire in zip((0, 1), saved):
+        for fd, wire, was_blocking in zip((0, 1), saved, blocking):
             os.dup2(wire, fd)
-            os.set_blocking(fd, True)  # asyncio's transports made the wire non-blocking
+            os.set_blocking(fd, was_blocking)  # asyncio's transports made the wire non-blocking
             os.close(wire)
         os.close(null)
 
