@@ -26,6 +26,7 @@ from prism_memory.citus import (
     UNDELEGATED_FUNCTIONS,
     caches_local_plans,
     distribute,
+    plan_cache_mode,
 )
 from prism_memory.cli import main as cli_main
 from prism_memory.operations import API_FUNCTIONS
@@ -162,9 +163,9 @@ def catalog_state(dsn: str) -> dict:
             "select result from run_command_on_all_nodes($$select md5(string_agg(p.proname || pg_get_functiondef(p.oid) "
             "|| coalesce(p.proacl::text, 'default'), ',' order by p.proname)) "
             "from pg_proc p where p.pronamespace = 'prism_memory'::regnamespace$$)").fetchall()
-        plan_cache_mode = "auto" if caches_local_plans(conn, NAMES["entries"]) else "force_custom_plan"
+        mode = plan_cache_mode(conn, NAMES["entries"])
     return {"tables": tables, "functions": functions, "definitions": {row[0] for row in definitions},
-            "plan_cache_mode": plan_cache_mode}
+            "plan_cache_mode": mode}
 
 
 def assert_distributed_and_delegated(state: dict) -> None:

@@ -42,7 +42,7 @@ from prism_memory import (
     create_memory,
     create_postgres_memory_stores,
 )
-from prism_memory.citus import DISTRIBUTED_TABLES, caches_local_plans
+from prism_memory.citus import DISTRIBUTED_TABLES, plan_cache_mode
 from prism_memory.operations import OPERATIONS
 from prism_memory.types import EntryRecord
 
@@ -462,7 +462,7 @@ def test_the_partitioned_install_is_the_normal_install_but_for_partitions(partit
         # the Citus build"), in place of recall's own generic mode; the partitioned install is not distributed,
         # so the plan_cache_mode settings are compared apart from the rest.
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
-            mode = "auto" if caches_local_plans(conn, TEST_CONFIG.names["entries"]) else "force_custom_plan"
+            mode = plan_cache_mode(conn, TEST_CONFIG.names["entries"])
         custom = f"\n SET plan_cache_mode TO '{mode}'"
         partitioned = catalog(partitioned_dsn)
         assert sum(custom in row[2] for row in normal if row[0] == "function") >= len(OPERATIONS) // 2
