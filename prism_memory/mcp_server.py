@@ -895,7 +895,12 @@ def _is_pipe(fd: int, *, socket_too: bool) -> bool:
 
 
 class _PipeLines:
-    """The lines of a pipe read on the event loop (the SDK's ``stdio_server`` iterates them as text)."""
+    """The lines of a pipe read on the event loop (the SDK's ``stdio_server`` iterates them as text).
+
+    A line longer than the reader's limit (:data:`STDIO_LINE_LIMIT`) is dropped whole, up to and with its newline,
+    and comes out as an empty line, which the SDK drops as a message it cannot parse (as it drops any invalid
+    line: no response, the JSON-RPC id is unknown); a warning names it on standard error. No part of it is
+    ever read as a message of its own."""
 
     def __init__(self, reader: asyncio.StreamReader) -> None:
         self._reader = reader
@@ -905,21 +910,43 @@ class _PipeLines:
 
     async def __anext__(self) -> str:
         try:
-            line = await self._reader.readline()
-        except ValueError:  # a line over the reader's limit: drop it, as a message the SDK cannot parse
-            line = b"\n"
+            line = await self._reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as end:  # end of input; a last line without its newline still counts
+            line = end.partial
+        except asyncio.LimitOverrunError:
+            await self._discard_overlong_line()
+            return "\n"
         if not line:
             raise StopAsyncIteration
         return line.decode("utf-8", errors="replace")
 
+    async def _discard_overlong_line(self) -> None:
+        """Read and drop what is left of a line over the limit: everything up to and with its newline (or to the
+        end of input)."""
+        dropped = 0
+        while True:
+            try:
+                dropped += len(await self._reader.readuntil(b"\n"))
+                break
+            except asyncio.IncompleteReadError as end:
+                dropped += len(end.partial)
+                break
+            except asyncio.LimitOverrunError as overrun:  # still no newline in the limit's worth buffered
+                dropped += len(await self._reader.readexactly(overrun.consumed))
+        logger.warning("dropped a message of %d bytes on standard input, over the %d-byte limit of one message",
+                       dropped, STDIO_LINE_LIMIT)
+
 
 class _PipeWriter(asyncio.Protocol):
-    """Text written to a pipe on the event loop; ``flush`` waits while the pipe is full (asyncio's flow control)."""
+    """Text written to a pipe on the event loop; ``flush`` waits while the pipe is full (asyncio's flow control).
+    ``on_lost()`` runs when the pipe closes but not through :meth:`close`: the client closed its end."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_lost: Callable[[], None]) -> None:
         self._transport: asyncio.WriteTransport | None = None
         self._writable = asyncio.Event()
         self._writable.set()
+        self._on_lost = on_lost
+        self._closed_here = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
@@ -927,6 +954,8 @@ class _PipeWriter(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
         self._writable.set()
+        if not self._closed_here:
+            self._on_lost()
 
     def pause_writing(self) -> None:
         self._writable.clear()
@@ -943,12 +972,14 @@ class _PipeWriter(asyncio.Protocol):
         await self._writable.wait()
 
     def close(self) -> None:
+        self._closed_here = True
         if self._transport is not None:
             self._transport.close()
 
 
 async def serve_stdio(server: MCPServer) -> None:
-    """Serve ``server`` over this process's standard input and output until the client closes standard input.
+    """Serve ``server`` over this process's standard input and output until the client closes standard input, or
+    its end of standard output (a warning on standard error says so: no response could reach it any more).
 
     The SDK's framing (``mcp.server.stdio.stdio_server``: a JSON-RPC message a line) on streams that read and
     write the pipes on the event loop. The SDK's own streams move each line through a worker thread (a read, a
@@ -956,7 +987,7 @@ async def serve_stdio(server: MCPServer) -> None:
     SDK, while serving, descriptor 0 reads ``/dev/null`` and descriptor 1 writes to standard error, so stray
     output (a library's ``print``) never reaches the protocol; both are restored on return. When standard
     input is not a pipe or a socket, or standard output not a pipe (a file, a terminal, a socket), this is the
-    SDK's ``run_stdio_async``.
+    SDK's ``run_stdio_async``. A message over :data:`STDIO_LINE_LIMIT` bytes is dropped whole (:class:`_PipeLines`).
     It runs the server's low-level ``Server`` as ``run_stdio_async`` does, through ``MCPServer._lowlevel_server``,
     which the SDK does not document: tests/test_mcp_transports.py serves real subprocesses through this path.
     """
@@ -969,8 +1000,14 @@ async def serve_stdio(server: MCPServer) -> None:
     saved = os.dup(0), os.dup(1)  # the wire, put back on return as it was (blocking or not)
     blocking = os.get_blocking(0), os.get_blocking(1)
     null = os.open(os.devnull, os.O_RDONLY)
-    writer = _PipeWriter()
-    read_transport = None
+    read_transport: asyncio.ReadTransport | None = None
+
+    def client_gone() -> None:  # no answer can reach the client any more: stop reading, as at the end of input
+        logger.warning("the client closed standard output: no response can reach it; the server stops")
+        if read_transport is not None:
+            read_transport.close()
+
+    writer = _PipeWriter(client_gone)
     try:
         wire_in, wire_out = os.fdopen(os.dup(0), "rb", buffering=0), os.fdopen(os.dup(1), "wb", buffering=0)
         os.dup2(null, 0)
