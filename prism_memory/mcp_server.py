@@ -938,8 +938,10 @@ class _PipeLines:
 
 
 class _PipeWriter(asyncio.Protocol):
-    """Text written to a pipe on the event loop; ``flush`` waits while the pipe is full (asyncio's flow control).
-    ``on_lost()`` runs when the pipe closes but not through :meth:`close`: the client closed its end."""
+    """Text written to a pipe on the event loop; ``flush`` waits until the pipe has taken every byte written (asyncio's
+    flow control with a high-water mark of 0: the transport pauses while anything is buffered), so no response is
+    left in a buffer when the session ends. ``on_lost()`` runs when the pipe closes but not through
+    :meth:`close`: the client closed its end."""
 
     def __init__(self, on_lost: Callable[[], None]) -> None:
         self._transport: asyncio.WriteTransport | None = None
@@ -950,6 +952,7 @@ class _PipeWriter(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
+        self._transport.set_write_buffer_limits(high=0)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import secrets
+import select
 import subprocess
 import sys
 import time
@@ -231,6 +232,28 @@ def test_serve_stdio_drops_a_message_over_its_limit_whole(tmp_path):
     assert responses[0]["result"]["structuredContent"] == {"result": "NEXT"}
     line_bytes = 140_000 + len(json.dumps(smuggled)) + 1  # dropped whole, with its newline
     assert f"dropped a message of {line_bytes} bytes" in " ".join(err_path.read_text().split())
+
+
+def test_serve_stdio_delivers_a_response_the_pipe_could_not_take_at_once(tmp_path):
+    """A response larger than the pipe holds (64 KiB here), unread when the client closes standard input: the
+    server delivers all of it before it exits (asyncio's transport buffered the rest, and it was lost)."""
+    process, _ = noisy_server_on_pipes(tmp_path)
+    try:
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "shout", "arguments": {"word": "x" * 40_000}}}
+        process.stdin.write(json.dumps(call).encode() + b"\n")
+        process.stdin.flush()
+        readable, _, _ = select.select([process.stdout], [], [], SERVER_START_S)  # the response has begun to arrive
+        assert readable
+        process.stdin.close()
+        time.sleep(2)  # unread: a server that drops what the pipe could not take has exited by now
+        wire = process.stdout.read()
+        assert process.wait(SERVER_START_S) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert len(wire) > 80_000 and wire.endswith(b"\n")
+    assert json.loads(wire)["result"]["structuredContent"] == {"result": "X" * 40_000}
 
 
 def test_serve_stdio_stops_when_the_client_closes_standard_output(tmp_path):
