@@ -1003,10 +1003,12 @@ async def serve_stdio(server: MCPServer) -> None:
     saved = os.dup(0), os.dup(1)  # the wire, put back on return as it was (blocking or not)
     blocking = os.get_blocking(0), os.get_blocking(1)
     null = os.open(os.devnull, os.O_RDONLY)
+    reader = asyncio.StreamReader(limit=STDIO_LINE_LIMIT)
     read_transport: asyncio.ReadTransport | None = None
 
     def client_gone() -> None:  # no answer can reach the client any more: stop reading, as at the end of input
-        logger.warning("the client closed standard output: no response can reach it; the server stops")
+        if not reader.at_eof():  # else the client closed standard input first: the session is ending anyway
+            logger.warning("the client closed standard output: no response can reach it; the server stops")
         if read_transport is not None:
             read_transport.close()
 
@@ -1016,7 +1018,6 @@ async def serve_stdio(server: MCPServer) -> None:
         os.dup2(null, 0)
         os.dup2(2, 1)
         sys.stdout.flush()  # what print() left buffered goes to standard error now, not to the wire
-        reader = asyncio.StreamReader(limit=STDIO_LINE_LIMIT)
         read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), wire_in)
         await loop.connect_write_pipe(lambda: writer, wire_out)
         lowlevel = server._lowlevel_server  # noqa: SLF001 - what MCPServer.run_stdio_async serves
