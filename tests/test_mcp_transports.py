@@ -197,50 +197,56 @@ def test_serve_stdio_keeps_stray_output_off_the_wire_and_answers_as_the_sdk_does
         assert "stray print hi" in errors and "stray write hi" in errors and "Traceback" not in errors
 
 
-def noisy_server_on_pipes(tmp_path: Path, **environment: str) -> tuple[subprocess.Popen, Path]:
+@contextlib.contextmanager
+def noisy_server_on_pipes(tmp_path: Path, **environment: str) -> Iterator[tuple[subprocess.Popen, Path]]:
     """A NOISY_SERVER process on pipes (serve_stdio's own streams), initialized; standard error goes to the file
-    returned (its log lines unwrapped: COLUMNS for the SDK's rich handler)."""
+    yielded (its log lines unwrapped: COLUMNS for the SDK's rich handler). Killed on exit if still running."""
     err_path = tmp_path / "err"
     with err_path.open("wb") as err_file:
         process = subprocess.Popen([sys.executable, "-c", NOISY_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=err_file, env={**os.environ, "COLUMNS": "500", **environment})
-    for message in NOISY_CONVERSATION[:2]:
-        process.stdin.write(json.dumps(message).encode() + b"\n")
-    process.stdin.flush()
-    assert json.loads(process.stdout.readline())["id"] == 1
-    return process, err_path
+    try:
+        for message in NOISY_CONVERSATION[:2]:
+            process.stdin.write(json.dumps(message).encode() + b"\n")
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 1
+        yield process, err_path
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.close()
+
+
+def tool_call(request_id: int, word: str) -> bytes:
+    """A NOISY_SERVER ``shout`` request, as one line."""
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                       "params": {"name": "shout", "arguments": {"word": word}}}).encode() + b"\n"
 
 
 def test_serve_stdio_drops_a_message_over_its_limit_whole(tmp_path):
     """A line over STDIO_LINE_LIMIT is dropped with its tail: here a valid request behind 140 kB of leading
     whitespace (valid JSON), which the server must not answer in part; the next request is answered."""
-    process, err_path = noisy_server_on_pipes(tmp_path, LINE_LIMIT=str(64 * 1024))
-    try:
-        smuggled = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "shout", "arguments": {"word": "tail"}}}
-        after = {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "shout", "arguments": {"word": "next"}}}
-        process.stdin.write(b" " * 140_000 + json.dumps(smuggled).encode() + b"\n" + json.dumps(after).encode() + b"\n")
+    with noisy_server_on_pipes(tmp_path, LINE_LIMIT=str(64 * 1024)) as (process, err_path):
+        smuggled = tool_call(7, "tail")
+        process.stdin.write(b" " * 140_000 + smuggled + tool_call(8, "next"))
         process.stdin.flush()
         responses = [json.loads(process.stdout.readline())]  # the first response after the initialization's
         process.stdin.close()
         responses += [json.loads(line) for line in process.stdout.read().splitlines()]
         assert process.wait(SERVER_START_S) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
     assert [response["id"] for response in responses] == [8]
     assert responses[0]["result"]["structuredContent"] == {"result": "NEXT"}
-    line_bytes = 140_000 + len(json.dumps(smuggled)) + 1  # dropped whole, with its newline
+    line_bytes = 140_000 + len(smuggled)  # dropped whole, with its newline
     assert f"dropped a message of {line_bytes} bytes" in " ".join(err_path.read_text().split())
 
 
 def test_serve_stdio_delivers_a_response_the_pipe_could_not_take_at_once(tmp_path):
     """A response larger than the pipe holds (64 KiB here), unread when the client closes standard input: the
     server delivers all of it before it exits (asyncio's transport buffered the rest, and it was lost)."""
-    process, _ = noisy_server_on_pipes(tmp_path)
-    try:
-        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "shout", "arguments": {"word": "x" * 40_000}}}
-        process.stdin.write(json.dumps(call).encode() + b"\n")
+    with noisy_server_on_pipes(tmp_path) as (process, _):
+        process.stdin.write(tool_call(2, "x" * 40_000))
         process.stdin.flush()
         readable, _, _ = select.select([process.stdout], [], [], SERVER_START_S)  # the response has begun to arrive
         assert readable
@@ -248,10 +254,6 @@ def test_serve_stdio_delivers_a_response_the_pipe_could_not_take_at_once(tmp_pat
         time.sleep(2)  # unread: a server that drops what the pipe could not take has exited by now
         wire = process.stdout.read()
         assert process.wait(SERVER_START_S) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
     assert len(wire) > 80_000 and wire.endswith(b"\n")
     assert json.loads(wire)["result"]["structuredContent"] == {"result": "X" * 40_000}
 
@@ -259,20 +261,12 @@ def test_serve_stdio_delivers_a_response_the_pipe_could_not_take_at_once(tmp_pat
 def test_serve_stdio_stops_when_the_client_closes_standard_output(tmp_path):
     """No response can reach a client that closed its end of standard output: the server says so on standard
     error and stops, with standard input still open (the SDK's own transport crashes instead)."""
-    process, err_path = noisy_server_on_pipes(tmp_path)
-    try:
+    with noisy_server_on_pipes(tmp_path) as (process, err_path):
         process.stdout.close()
-        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "shout", "arguments": {"word": "hi"}}}
         with contextlib.suppress(BrokenPipeError):  # the server may already be gone
-            process.stdin.write(json.dumps(call).encode() + b"\n")
+            process.stdin.write(tool_call(2, "hi"))
             process.stdin.flush()
         assert process.wait(SERVER_START_S) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        with contextlib.suppress(BrokenPipeError):
-            process.stdin.close()
     errors = " ".join(err_path.read_text().split())
     assert "the client closed standard output" in errors and "Traceback" not in errors
 
