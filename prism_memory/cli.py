@@ -522,11 +522,11 @@ def mcp_memory_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def until_terminated(serving: Awaitable[None]) -> bool:
-    """Await ``serving`` until it ends, or until the process gets SIGTERM (how a service manager stops a server),
-    which cancels it; returns whether SIGTERM did. Cancelled, the HTTP server shuts down gracefully, closes its
-    stores, and the process leaves through its exit handlers, which release the embedded server's handle (a
-    process ended by the signal itself leaves a stale handle that keeps ``prism-memory server stop`` from
-    stopping the embedded server)."""
+    """Await ``serving`` until it ends, or until the process gets SIGTERM (how a service manager stops a server,
+    and an agent a stdio server that did not stop when its input closed), which cancels it; returns whether
+    SIGTERM did. Cancelled, the server stops serving (an HTTP server gracefully), its calls in flight are
+    cancelled (their transactions roll back), its stores close, and the process leaves through its exit
+    handlers, with exit status 0."""
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(serving)
     terminated = asyncio.Event()
@@ -595,8 +595,9 @@ async def cmd_mcp(args: argparse.Namespace, out: Console, status: Console) -> No
             scope = scopes[0]
             status.print(f"prism-memory mcp: serving tenant {scope.tenant_id!r}, resource {scope.resource_id!r} "
                          f"(thread {scope.thread_id!r}) over stdio on {where}", markup=False)
-            # Until the client closes standard input (the MCP shutdown); a SIGTERM after that ends the process at once.
-            await mcp_server.serve_stdio(server)
+            # Until the client closes standard input (the MCP shutdown), or SIGTERM (an agent's shutdown when that fails).
+            if await until_terminated(mcp_server.serve_stdio(server)):
+                status.print("prism-memory mcp: stopped (SIGTERM)", markup=False)
             return
         if args.host not in LOOPBACK:
             status.print(f"prism-memory mcp: warning: listening on {args.host}, beyond this machine, without TLS: "

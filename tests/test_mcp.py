@@ -222,7 +222,7 @@ async def test_the_resource_and_the_prompt_are_listed(backends):
     listed = await on_both(backends, scenario)
     assert listed == {
         "resources": [("memory://working", "text/plain")],
-        "prompts": [("memory_context", [("query", True), ("thread", False), ("max_tokens", False)])],
+        "prompts": [("memory_context", [("query", True), ("thread", False), ("max_tokens", False), ("across_threads", False)])],
     }
 
 
@@ -547,14 +547,18 @@ async def test_the_prompt_returns_inert_blocks_under_a_token_cap(backends):
         full = await call.client.get_prompt("memory_context", {"query": "tea instructions"})
         capped = await call.client.get_prompt("memory_context", {"query": "tea instructions", "max_tokens": "40"})
         other = await call.client.get_prompt("memory_context", {"query": "tea", "thread": "thread-2"})
+        await call.ok("remember", texts=["Drinks oolong at work"], thread="thread-3", consent={"visible": True, "scope": "user"})
+        travelled = [(await call.client.get_prompt("memory_context", {"query": "oolong", **flag})).messages[0].content.text
+                     for flag in ({}, {"across_threads": "false"}, {"across_threads": " TRUE"})]
         errors = []
-        for arguments in ({"query": " "}, {"query": "tea", "max_tokens": "9000"}, {"query": "tea", "thread": ""}):
+        for arguments in ({"query": " "}, {"query": "tea", "max_tokens": "9000"}, {"query": "tea", "thread": ""},
+                          {"query": "tea", "max_tokens": "abc"}, {"query": "tea", "across_threads": "yes"}):
             try:
                 await call.client.get_prompt("memory_context", arguments)
             except MCPError as exc:
                 errors.append((exc.code, exc.message))
         return {"full": full.messages[0].content.text, "capped": capped.messages[0].content.text,
-                "other": other.messages[0].content.text, "errors": errors}
+                "other": other.messages[0].content.text, "travelled": travelled, "errors": errors}
 
     result = await on_both(backends, scenario, working_memory_template="Name: {{name}}")
     full = result["full"]
@@ -565,9 +569,14 @@ async def test_the_prompt_returns_inert_blocks_under_a_token_cap(backends):
     assert count_tokens(result["capped"]) <= 40 < count_tokens(full)
     assert result["capped"].startswith(WORKING_HEADER)
     assert result["other"] == WORKING_HEADER + '\n"Name: Ada"'  # another thread: no recalled entries, same profile
-    assert [code for code, _ in result["errors"]] == [INVALID_PARAMS] * 3
+    # an entry of consent scope user travels to the prompt of another thread only with across_threads
+    assert ["oolong" in text for text in result["travelled"]] == [False, False, True]
+    assert [code for code, _ in result["errors"]] == [INVALID_PARAMS] * 5
+    assert [message for _, message in result["errors"]][3:] == [
+        "ValidationError: max_tokens must be a whole number, got 'abc'",
+        "ValidationError: across_threads must be true or false, got 'yes'"]
     assert [message.split(":")[0] for _, message in result["errors"]] == [
-        "InvalidQueryError", "LimitExceededError", "InvalidScopeError"]
+        "InvalidQueryError", "LimitExceededError", "InvalidScopeError", "ValidationError", "ValidationError"]
 
 
 # -- failures that must not leak -----------------------------------------------------------------------

@@ -13,6 +13,7 @@ import os
 import re
 import secrets
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -554,6 +555,11 @@ def test_a_role_bound_to_another_tenant_stops_the_server_at_start(pg_dsn, bound_
                  "--resource", "user-ada", "mcp"])  # over stdio, --dsn is the scope's database
     assert code == 2
     assert "stdio: its database cannot serve tenant 'acme': TenantAccessDeniedError" in capsys.readouterr().err
+    write_tokens(tmp_path, {"acme-corp": f"postgresql://nobody@/prism?host={tmp_path / 'no-server-here'}"})
+    code = main(["--dsn", pg_dsn, "--dimensions", str(TEST_DIMENSIONS), "mcp", "--transport", "http",
+                 "--tokens", str(tmp_path / "tokens.toml"), "--port", "0"])
+    assert code == 2  # a token's dsn that cannot be opened: the message names the token
+    assert "acme-corp: cannot open its dsn: StoreUnavailableError" in capsys.readouterr().err
 
 
 @needs_bindings
@@ -631,6 +637,41 @@ def test_the_documented_token_file_loads(tmp_path):
     assert binding.digest.hex() == "2fead4db771310f81c2e37570e62d10d56defaac42be44abf0c5b8553394d48e"
     assert (binding.scope.tenant_id, binding.scope.resource_id, binding.scope.thread_id) == ("acme", "user-ada", "main")
     assert binding.scope.dsn == "postgresql://acme_app@/prism_memory?host=/var/run/postgresql"
+
+
+def test_sigterm_stops_a_stdio_server_cleanly_and_releases_the_embedded_database(tmp_path):
+    """An agent whose stdio server did not stop when its input closed sends SIGTERM (the MCP shutdown's last step;
+    Claude Code's health check does it first): the server stops with exit status 0 and leaves through its exit
+    handlers, releasing its handle on the embedded PostgreSQL (the signal's default action left it behind)."""
+    data_dir = tmp_path / "pgdata"
+    env = {**os.environ, "PRISM_MEMORY_DATA_DIR": str(data_dir), "PRISM_MEMORY_TENANT": "acme",
+           "PRISM_MEMORY_RESOURCE": "user-ada", "COLUMNS": "500"}
+    err_path = tmp_path / "err"
+    with err_path.open("wb") as err_file:
+        process = subprocess.Popen(mcp_command("mcp"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file, env=env)
+    try:
+        remember = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "remember", "arguments": {"texts": ["Prefers green tea"]}}}
+        for message in [*NOISY_CONVERSATION[:2], remember]:
+            process.stdin.write(json.dumps(message).encode() + b"\n")
+        process.stdin.flush()
+        responses = [json.loads(process.stdout.readline()) for _ in range(2)]
+        assert responses[1]["result"]["structuredContent"]["stored"] == 1, responses
+        holders = json.loads((data_dir / ".handle_pids.json").read_text())
+        assert process.pid in holders
+        process.send_signal(signal.SIGTERM)  # standard input stays open
+        assert process.wait(SERVER_START_S) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdin.close()
+        stopped = subprocess.run(mcp_command("server", "stop"), env=env, capture_output=True, text=True, timeout=60)
+    errors = " ".join(err_path.read_text().split())
+    assert "stopped (SIGTERM)" in errors and "Traceback" not in errors, errors
+    assert process.pid not in json.loads((data_dir / ".handle_pids.json").read_text())
+    assert "stopped the embedded PostgreSQL" in stopped.stdout, stopped
+    assert not (data_dir / "postmaster.pid").exists()
 
 
 async def test_a_stopped_server_releases_the_embedded_database(tmp_path):

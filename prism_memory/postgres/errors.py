@@ -54,7 +54,7 @@ def translate(error: psycopg.Error) -> PrismMemoryError:
     if state in ("22000", "22P02") and ("vector" in message or "NaN" in message or "infinite" in message):
         return InvalidEmbeddingError(message)
     if state in ("42883", "3F000", "42P01"):
-        return SchemaVersionError(f"the prism-memory schema is not installed or out of date ({message}); run migrations")
+        return SchemaVersionError(f"the prism-memory schema is not installed or out of date ({message}); run migrations: prism-memory --dsn URL migrate, or prism_memory.schema.migrate")
     return StoreError(message)
 
 

@@ -542,7 +542,7 @@ async def _check_install(connection_string: str, config: SchemaConfig) -> tuple[
             f"schema {config.schema!r} is at revision {version}, newer than this prism-memory understands ({SCHEMA_VERSION}); upgrade the package"
         )
     if version < SCHEMA_VERSION:
-        raise SchemaVersionError(f"schema {config.schema!r} is at revision {version}, older than {SCHEMA_VERSION}; run migrations")
+        raise SchemaVersionError(f"schema {config.schema!r} is at revision {version}, older than {SCHEMA_VERSION}; run migrations: prism-memory --dsn URL migrate, or prism_memory.schema.migrate")
     if table != config.table or (config.dimensions is not None and dimensions != config.dimensions):
         raise SchemaVersionError(
             f"schema {config.schema!r} holds table {table!r} with dimensions {dimensions}, "
