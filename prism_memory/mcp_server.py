@@ -157,8 +157,8 @@ def load_token_file(path: str | Path) -> list[TokenBinding]:
     ``tenant`` and ``resource``, and optionally ``name`` (for logs, default ``token-N``), ``thread`` (the
     default thread, default ``main``) and ``dsn`` (a database URL for this token's calls, e.g. a role bound
     to its tenant). Raises :class:`ConfigurationError` for an unreadable file, invalid TOML, an unknown
-    key, a malformed or repeated digest or name, the digest of the empty token, a bad scope id, and a file
-    with no token.
+    key, a ``[token]`` table, a malformed or repeated digest or name (naming both entries), the digest of the
+    empty token, an empty ``dsn``, a bad scope id, and a file with no token.
     """
     try:
         document = tomllib.loads(Path(path).read_text(encoding="utf-8"))
@@ -170,6 +170,8 @@ def load_token_file(path: str | Path) -> list[TokenBinding]:
     if unknown:
         raise ConfigurationError(f"the token file {path} has unknown top-level keys {sorted(unknown)}; use [[token]] tables")
     tables = document.get("token", [])
+    if isinstance(tables, dict):
+        raise ConfigurationError(f"the token file {path} has a [token] table: write each token as [[token]] (double brackets)")
     if not isinstance(tables, list) or not tables:
         raise ConfigurationError(f"the token file {path} names no token: add a [[token]] table (prism-memory mcp-token)")
     bindings: list[TokenBinding] = []
@@ -187,12 +189,16 @@ def load_token_file(path: str | Path) -> list[TokenBinding]:
             raise ConfigurationError(f"{where}sha256 must be the 64 hex digits of the token's SHA-256")
         if digest.lower() == EMPTY_TOKEN_DIGEST:
             raise ConfigurationError(f"{where}sha256 is the digest of an empty token (was the token's variable unset?)")
+        if values["dsn"] is not None and not values["dsn"].strip():
+            raise ConfigurationError(f"{where}dsn is empty: leave it out to use the server's database")
         name = values["name"] or f"token-{number}"
         scope = server_scope(values["tenant"], values["resource"], values["thread"], dsn=values["dsn"], name=name, where=where)
         bindings.append(TokenBinding(name, bytes.fromhex(digest), scope))
     for what, key in (("digest", lambda b: b.digest), ("name", lambda b: b.name)):
-        if len({key(binding) for binding in bindings}) != len(bindings):
-            raise ConfigurationError(f"the token file {path} repeats a token {what}")
+        first: dict[Any, int] = {}
+        for number, binding in enumerate(bindings, start=1):
+            if (earlier := first.setdefault(key(binding), number)) != number:
+                raise ConfigurationError(f"{path}: token {number} ({binding.name}) repeats the {what} of token {earlier}")
     return bindings
 
 
@@ -416,7 +422,7 @@ def prompt_error(error: PrismMemoryError, text: str) -> Exception:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
 
 class NewEntry(_Strict):
@@ -583,11 +589,15 @@ IDEMPOTENT = ToolAnnotations(read_only_hint=False, destructive_hint=False, idemp
 
 def strict_tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
     """``fn`` as an SDK :class:`Tool` whose arguments refuse unknown names (``additionalProperties: false`` in
-    its input schema): a ``tenant`` or ``resource`` argument is an error the model reads, not silently dropped.
+    its input schema): a ``tenant`` or ``resource`` argument is an error the model reads, not silently dropped;
+    an argument's error never repeats its value.
     Its output schema is :func:`compact_schema`'s form of pydantic's."""
     tool = Tool.from_function(fn, annotations=annotations, structured_output=True)
     loose = tool.fn_metadata.arg_model
-    strict = type(loose.__name__, (loose,), {"model_config": ConfigDict(extra="forbid"), "__module__": loose.__module__})
+    # hide_input_in_errors: a refused argument's message names it and says why, without echoing its value (which
+    # may hold a secret the server's redaction would take out of everything else it returns).
+    config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+    strict = type(loose.__name__, (loose,), {"model_config": config, "__module__": loose.__module__})
     tool.fn_metadata.arg_model = strict
     tool.parameters = strict.model_json_schema(by_alias=True)
     if tool.fn_metadata.output_schema is not None:

@@ -96,6 +96,45 @@ async def test_revoke_invalidates_dependents_and_grant_restores_only_the_entry(b
     assert after_grant == ["a", "b"]  # derived facts stay invalidated: regenerate them from the evidence
 
 
+class Stopped(Exception):
+    """The test's on_invalidate hook stopping a forget after its tombstones, as a crash would."""
+
+
+async def test_a_grant_never_brings_back_an_entry_an_erasure_tombstoned(backends):
+    """forget tombstones its entries in one transaction, runs on_invalidate, then deletes them. A grant in between
+    once cleared the tombstone: the delete failed (PM012) and the entry stayed recallable; and a grant after an
+    erasure that stopped there brought the entry back, also one whose tombstone a revoke had written first."""
+    async def scenario(backend):
+        next_hook = []  # what the next on_invalidate call does
+
+        async def on_invalidate(invalidated):
+            if next_hook:
+                await next_hook.pop()()
+
+        async def stop():
+            raise Stopped()
+
+        memory = backend.memory(on_invalidate=on_invalidate)
+        await seed(memory, *({"id": entry_id, "text": f"erase note {entry_id}", "consent": EXPLICIT}
+                             for entry_id in ("raced", "stopped", "revoked-first", "kept")))
+        next_hook.append(lambda: memory.set_consent("raced", visible=True))  # between the tombstone and the delete
+        raced = await memory.forget(["raced"])
+        await memory.set_consent("revoked-first", visible=False)
+        next_hook.append(stop)
+        with pytest.raises(Stopped):
+            await memory.forget(["stopped", "revoked-first"])
+        for entry_id in ("stopped", "revoked-first"):
+            await memory.set_consent(entry_id, visible=True)
+        after_grants = sorted(ids(await memory.recall("erase note", top_k=10)))
+        finished = await memory.forget(["stopped", "revoked-first"])
+        return raced, after_grants, finished, await memory.vector_store.count_by_thread(memory.scope)
+
+    raced, after_grants, finished, count = await backends.run(scenario)
+    assert raced == 1  # the grant did not stop the delete
+    assert after_grants == ["kept"]
+    assert finished == 2 and count == 1
+
+
 async def test_set_consent_on_a_legacy_entry_makes_it_explicit_and_unknown_ids_raise(backends):
     async def scenario(backend):
         memory = backend.memory(clock=Clock(T0))

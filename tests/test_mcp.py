@@ -525,8 +525,11 @@ async def test_redaction_applies_to_everything_returned(backends):
         rendered = (await call.client.read_resource("memory://working")).contents[0].text
         prompt = (await call.client.get_prompt("memory_context", {"query": "password card"})).messages[0].content.text
         error = await call.failed("recall", query="tea", thread="hunter2/agent:x")
+        refused = [await call.failed("recall", query="tea", top_k="hunter2"),  # the SDK's argument check
+                   await call.failed("remember", texts=["ok"], consent={"visible": True, "scope": "hunter2"})]
         raw = await backend.memory(tenant_id="acme", resource_id="user-ada", thread_id="thread-1").recall("card", top_k=8)
-        return {"stored": stored, "seen": [recalled, listed, corrected, consent, working, rendered, prompt, error.text],
+        return {"stored": stored, "seen": [recalled, listed, corrected, consent, working, rendered, prompt, error.text,
+                                                    *(failure.text for failure in refused)],
                 "raw": sorted(hit.text for hit in raw.hits)}
 
     result = await on_both(backends, scenario, secrets=["hunter2"], redactor=redactor,

@@ -338,9 +338,12 @@ def test_token_file_round_trip_and_constant_time_matching(tmp_path):
     ("token = 'x'\n", "names no token"),
     ("[tokens]\n", "unknown top-level keys"),
     ("[[token]\n", "not valid TOML"),
-    ("".join(f"[[token]]\nsha256 = '{'0' * 64}'\ntenant = 't'\nresource = 'r{n}'\n" for n in range(2)), "repeats a token digest"),
+    ("".join(f"[[token]]\nsha256 = '{'0' * 64}'\ntenant = 't'\nresource = 'r{n}'\n" for n in range(2)),
+     "token 2 (token-2) repeats the digest of token 1"),
     ("".join(f"[[token]]\nname = 'n'\nsha256 = '{str(n) * 64}'\ntenant = 't'\nresource = 'r'\n" for n in range(2)),
-     "repeats a token name"),
+     "token 2 (n) repeats the name of token 1"),
+    (f"[[token]]\nsha256 = '{'0' * 64}'\ntenant = 't'\nresource = 'r'\ndsn = ' '\n", "dsn is empty"),
+    (f"[token]\nsha256 = '{'0' * 64}'\ntenant = 't'\nresource = 'r'\n", "write each token as [[token]]"),
     # what `echo -n "$UNSET" | sha256sum` gives: the digest of the empty token
     (f"[[token]]\nsha256 = '{hash_token('').upper()}'\ntenant = 't'\nresource = 'r'\n", "the digest of an empty token"),
 ])

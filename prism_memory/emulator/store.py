@@ -172,6 +172,8 @@ def _sources(row: _Row) -> list[str]:
 
 
 _REASONS = ("deleted", "held", "revoked", "corrected", "expired", "source-invalidated")
+#: The tombstones of an erasure (forget, retention, legal hold): a grant never clears them (``set_consent_v1``).
+ERASURE_REASONS = ("deleted", "expired", "held")
 
 
 class MemoryVectorStore(EmulatorRagStore):
@@ -647,7 +649,9 @@ class MemoryVectorStore(EmulatorRagStore):
         ]
         tombstones = self._tombstones.setdefault(key, {})
         for entry_id in reached:
-            tombstones.setdefault(entry_id, (reason, rows[entry_id].sequence))
+            kept = tombstones.setdefault(entry_id, (reason, rows[entry_id].sequence))
+            if reason in ERASURE_REASONS and kept[0] not in ERASURE_REASONS:  # an erasure's reason replaces another's
+                tombstones[entry_id] = (reason, kept[1])
         if reason == "held":
             for entry_id in ids:
                 if entry_id in rows:
@@ -701,7 +705,9 @@ class MemoryVectorStore(EmulatorRagStore):
         if revoking:
             invalidated = await self.invalidate(scope, [entry_id], "revoked", now)
         elif granting:
-            self._tombstones.get(key, {}).pop(entry_id, None)
+            tombstones = self._tombstones.get(key, {})
+            if entry_id in tombstones and tombstones[entry_id][0] not in ERASURE_REASONS:
+                del tombstones[entry_id]  # never an erasure's: its deletes may follow
         row.consent_source = change.source or row.consent_source or "user"
         row.consent_scope = change.scope or row.consent_scope or "thread"
         row.consent_visible = False if revoking else row.consent_visible if change.visible is None else change.visible

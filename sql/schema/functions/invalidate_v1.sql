@@ -5,6 +5,9 @@
 -- seed: at most 64 ids, 256 edges, and new dependents no deeper than 8 levels;
 -- over a cap raises PM010 and nothing changes. Returns every tombstoned id.
 -- Reasons: deleted, held, revoked, corrected, expired, source-invalidated.
+-- An entry keeps one tombstone: an erasure's reason (deleted, expired, held)
+-- replaces any other, since a grant clears every tombstone but an erasure's
+-- (set_consent_v1), so none may stand for an erasure under another name.
 -- Each step of the walk is one pass over the thread, whatever the frontier's size.
 create or replace function {{schema}}.invalidate_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_ids text[], p_reason text,
@@ -13,6 +16,7 @@ returns table (entry_id text)
 language plpgsql volatile security definer
 set search_path from current
 as $$
+#variable_conflict use_column
 declare
   v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
   v_visited text[] := array(select distinct x from unnest(p_ids) as x);
@@ -67,7 +71,10 @@ begin
   where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
     and e.id = any(v_visited)
     and (p_reason <> 'corrected' or not (e.id = any(p_ids)))
-  on conflict do nothing;
+  on conflict (tenant_id, resource_id, thread_id, entry_id)  -- columns (use_column), not the result's entry_id
+  do update set reason = excluded.reason
+    where excluded.reason in ('deleted', 'expired', 'held')
+      and {{invalidation}}.reason not in ('deleted', 'expired', 'held');
   if p_reason = 'held' then
     update {{entries}} e set legal_hold = true, updated_at = p_now
     where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id

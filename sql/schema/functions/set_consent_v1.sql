@@ -3,7 +3,10 @@
 -- tombstones first (invalidate_v1 'revoked'); granting (p_visible true) clears
 -- the entry's tombstone and its revoked_at, unless one of its own sources is
 -- still invalid (dependents stay invalidated: regenerate them from the
--- remaining evidence). A legacy entry
+-- remaining evidence), or the tombstone is an erasure's (deleted, expired,
+-- held): a forget or retention sweep tombstones first and deletes after, and
+-- a grant in between, or after an erasure that stopped there, must not bring
+-- the entry back. A legacy entry
 -- becomes explicitly consented (source user, scope thread unless given).
 create or replace function {{schema}}.set_consent_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_entry_id text,
@@ -44,7 +47,8 @@ begin
   elsif v_granting then
     delete from {{invalidation}} i
     where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-      and i.thread_id = p_thread_id and i.entry_id = p_entry_id;
+      and i.thread_id = p_thread_id and i.entry_id = p_entry_id
+      and i.reason not in ('deleted', 'expired', 'held');
   end if;
   update {{entries}} e
   set consent_source = coalesce(p_source, e.consent_source, 'user'),
