@@ -42,7 +42,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, ToolAnnotations
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from .checks import check_scope
@@ -81,6 +81,8 @@ LIST_MAX_BYTES = 256 * 1024
 WORKING_URI = "memory://working"
 #: The longest line (one JSON-RPC message) the stdio transport reads; a longer one is dropped as unparsable.
 STDIO_LINE_LIMIT = 64 * 1024 * 1024
+#: Over stdio, how long the end of standard input lets the requests still running finish and answer, seconds.
+STDIO_DRAIN_S = 10.0
 #: Environment variables the stdio transport reads its scope from (a flag wins).
 SCOPE_ENVIRONMENT = {"tenant": "PRISM_MEMORY_TENANT", "resource": "PRISM_MEMORY_RESOURCE", "thread": "PRISM_MEMORY_THREAD"}
 
@@ -980,6 +982,104 @@ class _PipeLines:
                        dropped, STDIO_LINE_LIMIT)
 
 
+class _OpenRequests:
+    """The client's requests the server has not answered yet, as :class:`_NotingReads` and :class:`_NotingWrites`
+    see them on the SDK's streams, so that the end of standard input waits until the requests still running have
+    answered (at most :data:`STDIO_DRAIN_S` seconds; the SDK cancels whatever is left, answering "Connection
+    closed"). Without it the SDK cancelled them at once: a ``remember`` that had committed was answered
+    "Connection closed", and a client retrying it would store it twice. A request the client cancelled
+    (``notifications/cancelled``) is not waited for; nor is any once :meth:`abandon` ran (no answer can reach
+    the client)."""
+
+    def __init__(self) -> None:
+        self._ids: set[Any] = set()
+        self._settled = asyncio.Event()
+        self._settled.set()
+        self._abandoned = False
+
+    def abandon(self) -> None:
+        """Wait for no request any more."""
+        self._abandoned = True
+        self._settled.set()
+
+    async def drained(self) -> None:
+        """Return once no request is open, or after :data:`STDIO_DRAIN_S` seconds (a warning says so)."""
+        try:
+            await asyncio.wait_for(self._settled.wait(), STDIO_DRAIN_S)
+        except TimeoutError:
+            logger.warning("standard input ended with %d request(s) still running after %.0f s: they are cancelled",
+                           len(self._ids), STDIO_DRAIN_S)
+
+    def read(self, message: Any) -> None:
+        """Note a message from the client: a request opens, its cancellation closes."""
+        if isinstance(message, JSONRPCRequest) and not self._abandoned:
+            self._ids.add(message.id)
+            self._settled.clear()
+        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+            self._close((message.params or {}).get("requestId"))
+
+    def written(self, message: Any) -> None:
+        """Note a message to the client: an answer closes its request."""
+        if isinstance(message, JSONRPCResponse | JSONRPCError):
+            self._close(message.id)
+
+    def _close(self, request_id: Any) -> None:
+        self._ids.discard(request_id)
+        if not self._ids:
+            self._settled.set()
+
+
+class _NotingReads:
+    """The SDK's read stream (its ``ReadStream`` protocol) with each message noted in ``requests``; its end comes
+    once ``requests`` has drained. Anything else is the stream's own (``receive``, ``aclose``, ``last_context``)."""
+
+    def __init__(self, stream: Any, requests: _OpenRequests) -> None:
+        self._stream, self._requests = stream, requests
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    async def __aenter__(self) -> _NotingReads:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        return await self._stream.__aexit__(*exc_info)
+
+    def __aiter__(self) -> _NotingReads:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            item = await self._stream.__anext__()
+        except StopAsyncIteration:
+            await self._requests.drained()
+            raise
+        self._requests.read(getattr(item, "message", None))  # an item may be a transport's exception
+        return item
+
+
+class _NotingWrites:
+    """The SDK's write stream (its ``WriteStream`` protocol) with each message sent noted in ``requests``."""
+
+    def __init__(self, stream: Any, requests: _OpenRequests) -> None:
+        self._stream, self._requests = stream, requests
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    async def __aenter__(self) -> _NotingWrites:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        return await self._stream.__aexit__(*exc_info)
+
+    async def send(self, item: Any) -> None:
+        await self._stream.send(item)
+        self._requests.written(item.message)
+
+
 class _PipeWriter(asyncio.Protocol):
     """Text written to a pipe on the event loop; ``flush`` waits until the pipe has taken every byte written (asyncio's
     flow control with a high-water mark of 0: the transport pauses while anything is buffered), so no response is
@@ -1034,6 +1134,8 @@ async def serve_stdio(server: MCPServer) -> None:
     output (a library's ``print``) never reaches the protocol; both are restored on return. When standard
     input is not a pipe or a socket, or standard output not a pipe (a file, a terminal, a socket), this is the
     SDK's ``run_stdio_async``. A message over :data:`STDIO_LINE_LIMIT` bytes is dropped whole (:class:`_PipeLines`).
+    At the end of standard input the requests still running finish and answer first, for up to
+    :data:`STDIO_DRAIN_S` seconds (:class:`_OpenRequests`).
     It runs the server's low-level ``Server`` as ``run_stdio_async`` does, through ``MCPServer._lowlevel_server``,
     which the SDK does not document: tests/test_mcp_transports.py serves real subprocesses through this path.
     """
@@ -1052,10 +1154,12 @@ async def serve_stdio(server: MCPServer) -> None:
     def client_gone() -> None:  # no answer can reach the client any more: stop reading, as at the end of input
         if not reader.at_eof():  # else the client closed standard input first: the session is ending anyway
             logger.warning("the client closed standard output: no response can reach it; the server stops")
+        requests.abandon()
         if read_transport is not None:
             read_transport.close()
 
     writer = _PipeWriter(client_gone)
+    requests = _OpenRequests()
     try:
         wire_in, wire_out = os.fdopen(os.dup(0), "rb", buffering=0), os.fdopen(os.dup(1), "wb", buffering=0)
         os.dup2(null, 0)
@@ -1065,7 +1169,8 @@ async def serve_stdio(server: MCPServer) -> None:
         await loop.connect_write_pipe(lambda: writer, wire_out)
         lowlevel = server._lowlevel_server  # noqa: SLF001 - what MCPServer.run_stdio_async serves
         async with stdio_server(_PipeLines(reader), writer) as (read_stream, write_stream):  # type: ignore[arg-type]
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+            await lowlevel.run(_NotingReads(read_stream, requests), _NotingWrites(write_stream, requests),
+                               lowlevel.create_initialization_options())
     finally:
         writer.close()
         if read_transport is not None:

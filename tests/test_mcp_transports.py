@@ -99,6 +99,26 @@ async def test_stdio_subprocess_serves_its_configured_scope_across_restarts(pg_d
     assert "the hash embedder is for demos and tests" in text and "Traceback" not in text
 
 
+async def test_stdio_server_answers_the_calls_in_flight_when_standard_input_ends(pg_dsn, tmp_path):
+    """A client that sends its calls and closes standard input at once (a script piping requests in): every call
+    runs to its end and is answered before the server exits. The SDK cancelled them instead, answering
+    "Connection closed" for a remember that had committed (a client retrying it would store it twice)."""
+    remembers = [{"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                  "params": {"name": "remember", "arguments": {"texts": [f"in flight note {n}"]}}} for n in range(2, 22)]
+    wire = b"".join(json.dumps(message).encode() + b"\n" for message in [*NOISY_CONVERSATION[:2], *remembers])
+    finished = subprocess.run(
+        mcp_command("--dsn", pg_dsn, "--dimensions", str(TEST_DIMENSIONS), "mcp"), input=wire, capture_output=True,
+        timeout=SERVER_START_S, env={**os.environ, "PRISM_MEMORY_TENANT": "acme", "PRISM_MEMORY_RESOURCE": "user-ada"})
+    assert finished.returncode == 0, finished.stderr
+    answers = {message["id"]: message for message in map(json.loads, finished.stdout.splitlines())}
+    assert sorted(answers) == [1, *range(2, 22)]
+    results = [answers[n].get("result", {}).get("structuredContent") or answers[n] for n in range(2, 22)]
+    assert [result.get("stored") for result in results] == [1] * 20, results
+    with psycopg.connect(pg_dsn) as conn:
+        stored = conn.execute("select count(*) from prism_memory.semantic_memory where tenant_id = 'acme'").fetchone()[0]
+    assert stored == 20
+
+
 async def test_stdio_server_embeds_with_the_configured_embedder(pg_dsn, tmp_path):
     """``--embedder openai`` against a real OpenAI-compatible server on 127.0.0.1: the MCP server's entries and
     queries are embedded there (the recorded model is the endpoint's), and it says which model serves."""
