@@ -1029,9 +1029,9 @@ class _OpenRequests:
             self._settled.set()
 
 
-class _NotingReads:
-    """The SDK's read stream (its ``ReadStream`` protocol) with each message noted in ``requests``; its end comes
-    once ``requests`` has drained. Anything else is the stream's own (``receive``, ``aclose``, ``last_context``)."""
+class _NotingStream:
+    """One of the SDK's streams with the messages it carries noted in ``requests`` (subclasses say which way);
+    anything else is the stream's own (``receive``, ``aclose``, ``last_context``)."""
 
     def __init__(self, stream: Any, requests: _OpenRequests) -> None:
         self._stream, self._requests = stream, requests
@@ -1039,12 +1039,17 @@ class _NotingReads:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
 
-    async def __aenter__(self) -> _NotingReads:
+    async def __aenter__(self) -> _NotingStream:
         await self._stream.__aenter__()
         return self
 
     async def __aexit__(self, *exc_info: Any) -> Any:
         return await self._stream.__aexit__(*exc_info)
+
+
+class _NotingReads(_NotingStream):
+    """The SDK's read stream (its ``ReadStream`` protocol), each message noted; its end comes once the requests
+    have drained."""
 
     def __aiter__(self) -> _NotingReads:
         return self
@@ -1059,21 +1064,8 @@ class _NotingReads:
         return item
 
 
-class _NotingWrites:
-    """The SDK's write stream (its ``WriteStream`` protocol) with each message sent noted in ``requests``."""
-
-    def __init__(self, stream: Any, requests: _OpenRequests) -> None:
-        self._stream, self._requests = stream, requests
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-    async def __aenter__(self) -> _NotingWrites:
-        await self._stream.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> Any:
-        return await self._stream.__aexit__(*exc_info)
+class _NotingWrites(_NotingStream):
+    """The SDK's write stream (its ``WriteStream`` protocol), each message sent noted."""
 
     async def send(self, item: Any) -> None:
         await self._stream.send(item)
