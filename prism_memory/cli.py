@@ -524,9 +524,9 @@ def mcp_memory_options(args: argparse.Namespace) -> dict[str, Any]:
 async def until_terminated(serving: Awaitable[None]) -> bool:
     """Await ``serving`` until it ends, or until the process gets SIGTERM (how a service manager stops a server,
     and an agent a stdio server that did not stop when its input closed), which cancels it; returns whether
-    SIGTERM did. Cancelled, the server stops serving (an HTTP server gracefully), its calls in flight are
-    cancelled (their transactions roll back), its stores close, and the process leaves through its exit
-    handlers, with exit status 0."""
+    SIGTERM did. Cancelled, the server stops serving (an HTTP server gracefully, letting its calls in flight
+    finish; over stdio they are cancelled, an uncommitted transaction rolling back), its stores close, and the
+    process leaves through its exit handlers, with exit status 0."""
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(serving)
     terminated = asyncio.Event()

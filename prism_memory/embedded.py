@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 from urllib.parse import quote
 
+import psutil
 import psycopg
 from psycopg import sql
 
@@ -72,8 +73,6 @@ def stop_embedded_server(data_dir: Path | str | None = None) -> bool:
     such processes. Raises :class:`~prism_memory.errors.StoreUnavailableError` when the server is still
     running afterwards.
     """
-    import psutil
-
     path = Path(data_dir) if data_dir is not None else default_data_dir()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

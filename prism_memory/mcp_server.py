@@ -42,7 +42,15 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, ToolAnnotations
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from .checks import check_scope
@@ -889,19 +897,19 @@ def prompt_number(name: str, value: str | None) -> int | None:
         return None
     try:
         return int(value)
-    except ValueError:
+    except (TypeError, ValueError):
         raise ValidationError(f"{name} must be a whole number, got {value!r}") from None
 
 
 def prompt_flag(name: str, value: str | None) -> bool:
     """A prompt's true/false argument (a string in MCP): ``"true"`` or ``"false"`` in any case, ``False`` when
     not given. Raises :class:`ValidationError` naming ``name`` for anything else."""
-    flags = {"true": True, "false": False}
     if value is None:
         return False
-    if value.strip().lower() not in flags:
+    flag = {"true": True, "false": False}.get(str(value).strip().lower())
+    if flag is None:
         raise ValidationError(f"{name} must be true or false, got {value!r}")
-    return flags[value.strip().lower()]
+    return flag
 
 
 async def context_text(
