@@ -1123,6 +1123,16 @@ class _PipeWriter(asyncio.Protocol):
             self._transport.close()
 
 
+async def _serve_draining(server: MCPServer, read_stream: Any, write_stream: Any, requests: _OpenRequests) -> None:
+    """Run ``server``'s low-level ``Server`` on the SDK's stdio streams, as ``MCPServer.run_stdio_async`` does, with
+    the end of input waiting for the requests still running (:class:`_OpenRequests`). It reaches
+    ``MCPServer._lowlevel_server``, which the SDK does not document: tests/test_mcp_transports.py serves real
+    subprocesses through both of serve_stdio's paths."""
+    lowlevel = server._lowlevel_server  # noqa: SLF001 - what MCPServer.run_stdio_async serves
+    await lowlevel.run(_NotingReads(read_stream, requests), _NotingWrites(write_stream, requests),
+                       lowlevel.create_initialization_options())
+
+
 async def serve_stdio(server: MCPServer) -> None:
     """Serve ``server`` over this process's standard input and output until the client closes standard input, or
     its end of standard output (a warning on standard error says so: no response could reach it any more).
@@ -1132,18 +1142,17 @@ async def serve_stdio(server: MCPServer) -> None:
     write and a flush per message), about 0.5 ms of a tool call (docs/benchmarks.md, bench/mcp.py). Like the
     SDK, while serving, descriptor 0 reads ``/dev/null`` and descriptor 1 writes to standard error, so stray
     output (a library's ``print``) never reaches the protocol; both are restored on return. When standard
-    input is not a pipe or a socket, or standard output not a pipe (a file, a terminal, a socket), this is the
-    SDK's ``run_stdio_async``. A message over :data:`STDIO_LINE_LIMIT` bytes is dropped whole (:class:`_PipeLines`).
-    At the end of standard input the requests still running finish and answer first, for up to
-    :data:`STDIO_DRAIN_S` seconds (:class:`_OpenRequests`).
-    It runs the server's low-level ``Server`` as ``run_stdio_async`` does, through ``MCPServer._lowlevel_server``,
-    which the SDK does not document: tests/test_mcp_transports.py serves real subprocesses through this path.
+    input is not a pipe or a socket, or standard output not a pipe (a file, a terminal, a socket), it serves on
+    the SDK's own streams, as ``run_stdio_async`` does. A message over :data:`STDIO_LINE_LIMIT` bytes is dropped
+    whole (:class:`_PipeLines`). Either way, at the end of standard input the requests still running finish and
+    answer first, for up to :data:`STDIO_DRAIN_S` seconds (:func:`_serve_draining`).
     """
-    if not (_is_pipe(0, socket_too=True) and _is_pipe(1, socket_too=False)):
-        await server.run_stdio_async()
-        return
     from mcp.server.stdio import stdio_server
 
+    if not (_is_pipe(0, socket_too=True) and _is_pipe(1, socket_too=False)):
+        async with stdio_server() as (read_stream, write_stream):  # the SDK's own streams, as run_stdio_async
+            await _serve_draining(server, read_stream, write_stream, _OpenRequests())
+        return
     loop = asyncio.get_running_loop()
     saved = os.dup(0), os.dup(1)  # the wire, put back on return as it was (blocking or not)
     blocking = os.get_blocking(0), os.get_blocking(1)
@@ -1167,10 +1176,8 @@ async def serve_stdio(server: MCPServer) -> None:
         sys.stdout.flush()  # what print() left buffered goes to standard error now, not to the wire
         read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), wire_in)
         await loop.connect_write_pipe(lambda: writer, wire_out)
-        lowlevel = server._lowlevel_server  # noqa: SLF001 - what MCPServer.run_stdio_async serves
         async with stdio_server(_PipeLines(reader), writer) as (read_stream, write_stream):  # type: ignore[arg-type]
-            await lowlevel.run(_NotingReads(read_stream, requests), _NotingWrites(write_stream, requests),
-                               lowlevel.create_initialization_options())
+            await _serve_draining(server, read_stream, write_stream, requests)
     finally:
         writer.close()
         if read_transport is not None:

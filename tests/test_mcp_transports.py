@@ -99,18 +99,28 @@ async def test_stdio_subprocess_serves_its_configured_scope_across_restarts(pg_d
     assert "the hash embedder is for demos and tests" in text and "Traceback" not in text
 
 
-async def test_stdio_server_answers_the_calls_in_flight_when_standard_input_ends(pg_dsn, tmp_path):
+@pytest.mark.parametrize("ends", ["pipes", "files"])
+async def test_stdio_server_answers_the_calls_in_flight_when_standard_input_ends(pg_dsn, tmp_path, ends):
     """A client that sends its calls and closes standard input at once (a script piping requests in): every call
-    runs to its end and is answered before the server exits. The SDK cancelled them instead, answering
-    "Connection closed" for a remember that had committed (a client retrying it would store it twice)."""
+    runs to its end and is answered before the server exits, on pipes (serve_stdio's own streams) and on files
+    (the SDK's). The SDK cancelled them instead, answering "Connection closed" for a remember that had committed
+    (a client retrying it would store it twice)."""
     remembers = [{"jsonrpc": "2.0", "id": n, "method": "tools/call",
                   "params": {"name": "remember", "arguments": {"texts": [f"in flight note {n}"]}}} for n in range(2, 22)]
     wire = b"".join(json.dumps(message).encode() + b"\n" for message in [*NOISY_CONVERSATION[:2], *remembers])
-    finished = subprocess.run(
-        mcp_command("--dsn", pg_dsn, "--dimensions", str(TEST_DIMENSIONS), "mcp"), input=wire, capture_output=True,
-        timeout=SERVER_START_S, env={**os.environ, "PRISM_MEMORY_TENANT": "acme", "PRISM_MEMORY_RESOURCE": "user-ada"})
+    command = mcp_command("--dsn", pg_dsn, "--dimensions", str(TEST_DIMENSIONS), "mcp")
+    env = {**os.environ, "PRISM_MEMORY_TENANT": "acme", "PRISM_MEMORY_RESOURCE": "user-ada"}
+    if ends == "pipes":
+        finished = subprocess.run(command, input=wire, capture_output=True, timeout=SERVER_START_S, env=env)
+        out = finished.stdout
+    else:
+        (tmp_path / "requests.jsonl").write_bytes(wire)
+        with (tmp_path / "requests.jsonl").open("rb") as requests, (tmp_path / "answers.jsonl").open("wb") as answers:
+            finished = subprocess.run(command, stdin=requests, stdout=answers, stderr=subprocess.PIPE,
+                                      timeout=SERVER_START_S, env=env)
+        out = (tmp_path / "answers.jsonl").read_bytes()
     assert finished.returncode == 0, finished.stderr
-    answers = {message["id"]: message for message in map(json.loads, finished.stdout.splitlines())}
+    answers = {message["id"]: message for message in map(json.loads, out.splitlines())}
     assert sorted(answers) == [1, *range(2, 22)]
     results = [answers[n].get("result", {}).get("structuredContent") or answers[n] for n in range(2, 22)]
     assert [result.get("stored") for result in results] == [1] * 20, results
