@@ -175,7 +175,7 @@ def render_revision(revision: str, config: SchemaConfig, part: str = "upgrade") 
     indexed = config.dimensions is not None and config.dimensions <= HNSW_MAX_DIMENSIONS
     if part.startswith("vector_search") and not indexed:
         return ""
-    template = sql_source.revision_template(revision, part)
+    template = sql_source.revision_file(revision, part)
     reached = int(revision) if part in ("upgrade", "vector_search") else int(revision) - 1
     return render(template, config, reached) if template else ""
 
@@ -254,7 +254,7 @@ def build_memory_ddl(schema: str = DEFAULT_SCHEMA, table: str = DEFAULT_TABLE, d
         "  end if;\n"
         "end $$;\n\n"
     )
-    install = render(sql_source.expand(sql_source.SCHEMA_DIR / "install.sql", None), config)
+    install = render(sql_source.expand_head(sql_source.SCHEMA_DIR / "install.sql"), config)
     stamp = _ALEMBIC_STAMP.format(schema=config.names["schema"], revision=REVISIONS[-1])
     return guard + install + stamp + "commit;\n"
 
@@ -268,7 +268,7 @@ def build_vector_search_ddl(schema: str = DEFAULT_SCHEMA, table: str = DEFAULT_T
     config = SchemaConfig(schema, table, dimensions)
     if config.dimensions is None or config.dimensions > HNSW_MAX_DIMENSIONS:
         return ""
-    return render(sql_source.expand(sql_source.SCHEMA_DIR / "vector_search.sql", None), config)
+    return render(sql_source.expand_head(sql_source.SCHEMA_DIR / "vector_search.sql"), config)
 
 
 def alembic_config(dsn: str, config: SchemaConfig):

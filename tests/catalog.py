@@ -119,3 +119,13 @@ def catalog(dsn: str, schema: str = "prism_memory") -> list[tuple[str, str, str]
 def functions(rows: list[tuple[str, str, str]]) -> dict[str, str]:
     """The ``function`` rows of a catalog: ``{"name(args)": definition}``."""
     return {name: definition for kind, name, definition in rows if kind == "function"}
+
+
+def catalog_diff(expected: list[tuple[str, str, str]], actual: list[tuple[str, str, str]]) -> str:
+    """A readable unified diff of two catalogs (empty when equal)."""
+    import difflib
+
+    def render(rows: list[tuple[str, str, str]]) -> list[str]:
+        return [f"{kind} {name}: {definition}" for kind, name, definition in rows]
+
+    return "\n".join(difflib.unified_diff(render(expected), render(actual), "migrated", "other", lineterm=""))

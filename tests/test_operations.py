@@ -61,8 +61,8 @@ def test_each_guard_precedes_vector_store_operations():
 
 
 def test_every_api_function_has_a_head_file_and_only_api_functions_run_as_their_owner():
-    definers = {name for name in sql_source.head_function_names()
-                if re.search(r"^language \w+ [^\n]*security definer", sql_source.schema_source(f"functions/{name}.sql"), re.M)}
+    definers = {name for name, text in sql_source.head_functions().items()
+                if re.search(r"^language \w+ [^\n]*security definer", text, re.M)}
     api = {name for name, _ in operations.API_FUNCTIONS}
     assert definers == api - {"install_info_v1"}
     assert len(api) == len(operations.API_FUNCTIONS)  # one function per operation

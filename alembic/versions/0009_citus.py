@@ -1,4 +1,4 @@
-"""citus: say what this revision changes.
+"""citus: bodies that run on a Citus cluster distributed by tenant, and answer as before on plain PostgreSQL.
 
 Revision ID: 0009
 Revises: 0008

@@ -1,4 +1,4 @@
-"""citus_recall: say what this revision changes.
+"""citus_recall: a thread's recall reads its tables through single-table statements (recall_bounds_v1, recall_rescore_v1, recall_rows_v1).
 
 Revision ID: 0013
 Revises: 0012

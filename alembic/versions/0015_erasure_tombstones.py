@@ -1,4 +1,4 @@
-"""erasure_tombstones: say what this revision changes.
+"""erasure_tombstones: a grant never clears an erasure's tombstone, and an erasure's reason replaces another.
 
 Revision ID: 0015
 Revises: 0014

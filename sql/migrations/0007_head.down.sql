@@ -1,19 +1,565 @@
 -- Reverts revision 0007: recall_v1 and correct_v1 come back, and every
--- function gets its 0006 definition (includes resolve at revision 0006).
+-- function gets its 0006 definition.
 
 -- tombstone_from_sources_v1 has an SQL-standard body, which revision 0004
 -- left on revision 0001's search_path.
 {{search_path_0001}}
-\ir ../schema/functions/tombstone_from_sources_v1.sql
+-- file functions/tombstone_from_sources_v1.sql
+-- Tombstones each of p_ids (that has none) whose metadata._lineage names a
+-- source that is tombstoned, revoked, invisible or held: "multi-source facts
+-- stay injectable only if none of their sources are invalidated".
+create or replace function {{schema}}.tombstone_from_sources_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_ids text[], p_now timestamptz)
+returns void
+language sql volatile
+set search_path from current
+begin atomic
+  insert into {{invalidation}}
+    (tenant_id, resource_id, thread_id, entry_id, reason, source_entry_id, sequence, created_at)
+  select p_tenant_id, p_resource_id, p_thread_id, e.id, 'source-invalidated', min(source.id), e.sequence, p_now
+  from {{entries}} e
+  cross join lateral jsonb_array_elements_text(coalesce(e.metadata -> '_lineage' -> 'sourceIds', '[]')) as source(id)
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+    and e.thread_id = p_thread_id and e.id = any(p_ids) and source.id <> e.id
+    and (exists (select 1 from {{invalidation}} i
+                 where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                   and i.thread_id = p_thread_id and i.entry_id = source.id)
+         or exists (select 1 from {{entries}} x
+                    where x.tenant_id = p_tenant_id and x.resource_id = p_resource_id
+                      and x.thread_id = p_thread_id and x.id = source.id
+                      and (not x.consent_visible or x.consent_revoked_at is not null or x.legal_hold)))
+  group by e.id, e.sequence
+  on conflict do nothing;
+end;
+-- end of functions/tombstone_from_sources_v1.sql
+
 
 {{pin_search_path}}
 
-\ir ../schema/functions/recall_v1.sql
-\ir ../schema/functions/correct_v1.sql
-\ir ../schema/functions/correct_v2.sql
-\ir ../schema/functions/install_info_v1.sql
-\ir ../schema/functions/invalidate_v1.sql
-\ir ../schema/functions/recall_v2.sql
+-- file functions/recall_v1.sql
+-- Semantic recall over one thread, behind the consent gate, plus the entries a
+-- live share grant from p_share_parent_thread_id lets this thread read.
+--   similarity = 1 - cosine distance (pgvector <=>), in [-1, 1]
+--   lexical    = share of the query's distinct lexical terms found in the entry, in [0, 1]
+--   score      = similarity + 0.25 * lexical
+-- Only injectable entries take part: visible, not revoked, not held, not
+-- tombstoned (an indexed NOT EXISTS), explicitly consented when
+-- p_require_consent. Hits (kind 'hit', rank 1..top_k) are ordered by score
+-- desc, sequence asc, id asc (code-point order), then thread and resource;
+-- then come the entries within p_message_range sequences of a hit in the same
+-- thread, under the same gate and grants (kind 'adjacent', ordered by
+-- sequence, id), with no scores.
+create or replace function {{schema}}.recall_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text,
+  p_query_embedding vector, p_query_text text default '',
+  p_top_k integer default 8, p_message_range integer default 0,
+  p_require_consent boolean default false, p_share_parent_thread_id text default null,
+  p_now timestamptz default now())
+returns table (kind text, rank integer, resource_id text, thread_id text, id text, text text,
+               metadata jsonb, sequence bigint, importance double precision,
+               similarity double precision, lexical double precision, score double precision,
+               created_at timestamptz, updated_at timestamptz)
+language plpgsql stable security definer
+set search_path from current
+-- One cached plan (planning per call costs more than the scan of a thread),
+-- costed for data in memory or on SSD, so the thread is read through its index.
+set plan_cache_mode = force_generic_plan
+set random_page_cost = 1.1
+as $$
+declare
+  v_terms text[] := lexical_terms_v1(coalesce(p_query_text, ''));
+  -- Any-term query: terms hold no quote or backslash, so quote_literal is a safe operand.
+  v_any_term tsquery := (select string_agg(quote_literal(term), ' | ')::tsquery from unnest(v_terms) as term);
+begin
+  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  if p_top_k is null or p_top_k < 1 or p_top_k > 32 then
+    raise exception 'top_k must be between 1 and 32, got %', p_top_k using errcode = 'PM005';
+  end if;
+  if p_message_range is null or p_message_range < 0 or p_message_range > 4 then
+    raise exception 'message_range must be between 0 and 4, got %', p_message_range
+      using errcode = 'PM005';
+  end if;
+  if octet_length(p_query_text) > 65536 then
+    raise exception 'the query text is % bytes, over the 64 KiB hard cap', octet_length(p_query_text)
+      using errcode = 'PM006';
+  end if;
+  if p_share_parent_thread_id is not null and is_blank_v1(p_share_parent_thread_id) then
+    raise exception 'share_from_parent_thread_id must not be blank' using errcode = 'PM001';
+  end if;
+  perform assert_embedding_v1(p_query_embedding, 'the query embedding');
+  perform assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, vector_dims(p_query_embedding));
+
+  return query
+    with grants as (
+      select g.resource_id, g.parent_thread_id as thread_id, g.source_ids
+      from {{share_grant}} g
+      where p_share_parent_thread_id is not null
+        and g.tenant_id = p_tenant_id and g.child_resource_id = p_resource_id
+        and g.child_thread_id = p_thread_id and g.parent_thread_id = p_share_parent_thread_id
+        and (g.expires_at is null or g.expires_at > p_now)
+    ), scored as (
+      -- Narrow rows only (no text or metadata); "offset 0" keeps each distance
+      -- computed once. The thread's own entries, then the shared ones.
+      (select e.resource_id, e.thread_id, e.id, e.sequence,
+              1::float8 - (e.embedding <=> p_query_embedding) as similarity,
+              lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
+       from {{entries}} e
+       where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
+         and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
+                              p_require_consent)
+         and not exists (select 1 from {{invalidation}} i
+                         where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                           and i.thread_id = p_thread_id and i.entry_id = e.id)
+       offset 0)
+      union all
+      (select e.resource_id, e.thread_id, e.id, e.sequence,
+              1::float8 - (e.embedding <=> p_query_embedding) as similarity,
+              lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
+       from grants g
+       join {{entries}} e
+         on e.tenant_id = p_tenant_id and e.resource_id = g.resource_id
+        and e.thread_id = g.thread_id and e.id = any(g.source_ids)
+       where vector_dims(e.embedding) = vector_dims(p_query_embedding)  -- another width cannot be compared
+         and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
+                              p_require_consent)
+         and not exists (select 1 from {{invalidation}} i
+                         where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
+                           and i.thread_id = e.thread_id and i.entry_id = e.id)
+       offset 0)
+    ), hits as (
+      select s.resource_id, s.thread_id, s.id, s.sequence, s.similarity, s.lexical,
+             s.similarity + 0.25::float8 * s.lexical as score
+      from scored s
+      order by score desc, s.sequence asc, s.id collate "C" asc,
+               s.thread_id collate "C" asc, s.resource_id collate "C" asc
+      limit p_top_k
+    ), adjacent as (
+      select distinct e.resource_id, e.thread_id, e.id, e.sequence
+      from hits h
+      join {{entries}} e
+        on e.tenant_id = p_tenant_id and e.resource_id = h.resource_id and e.thread_id = h.thread_id
+       and e.sequence between h.sequence - p_message_range and h.sequence + p_message_range
+      where p_message_range > 0
+        and not exists (select 1 from hits r
+                        where r.resource_id = e.resource_id and r.thread_id = e.thread_id and r.id = e.id)
+        and ((e.resource_id = p_resource_id and e.thread_id = p_thread_id)
+             or exists (select 1 from grants g
+                        where g.resource_id = e.resource_id and g.thread_id = e.thread_id
+                          and e.id = any(g.source_ids)))
+        and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
+                             p_require_consent)
+        and not exists (select 1 from {{invalidation}} i
+                        where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
+                          and i.thread_id = e.thread_id and i.entry_id = e.id)
+    ), picked as (
+      select 'hit'::text as kind,
+             (row_number() over (order by h.score desc, h.sequence asc, h.id collate "C" asc,
+                                          h.thread_id collate "C" asc, h.resource_id collate "C" asc))::integer as rank,
+             h.resource_id, h.thread_id, h.id, h.similarity, h.lexical, h.score
+      from hits h
+      union all
+      select 'adjacent'::text,
+             (row_number() over (order by a.sequence, a.id collate "C", a.thread_id collate "C",
+                                          a.resource_id collate "C"))::integer,
+             a.resource_id, a.thread_id, a.id, null::float8, null::float8, null::float8
+      from adjacent a
+    )
+    select p.kind, p.rank, e.resource_id, e.thread_id, e.id, e.text, e.metadata, e.sequence, e.importance,
+           p.similarity, p.lexical, p.score, e.created_at, e.updated_at
+    from picked p
+    join {{entries}} e
+      on e.tenant_id = p_tenant_id and e.resource_id = p.resource_id
+     and e.thread_id = p.thread_id and e.id = p.id
+    order by p.kind desc, p.rank;
+end;
+$$;
+-- end of functions/recall_v1.sql
+
+-- file functions/correct_v1.sql
+-- Replaces an entry's text and embedding, keeps its consent, sets
+-- metadata._lineage.reason to 'corrected' and invalidates its dependents
+-- (not the entry itself: "corrected keeps the source").
+create or replace function {{schema}}.correct_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_entry_id text,
+  p_text text, p_embedding vector, p_now timestamptz default now())
+returns setof {{schema}}.entry_record_v1
+language plpgsql volatile security definer
+set search_path from current
+as $$
+declare
+  v_invalidated text[];
+begin
+  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
+  if p_text is null or is_blank_v1(p_text) then
+    raise exception 'the corrected text must not be blank' using errcode = 'PM002';
+  end if;
+  if octet_length(p_text) > 67108864 then
+    raise exception 'the corrected text is over the 64 MiB hard cap' using errcode = 'PM006';
+  end if;
+  perform assert_embedding_v1(p_embedding, 'the embedding');
+  perform assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, vector_dims(p_embedding));
+  perform 1 from {{entries}} e
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+    and e.thread_id = p_thread_id and e.id = p_entry_id
+  for update;
+  if not found then
+    raise exception 'no entry % in this thread', p_entry_id using errcode = 'PM011';
+  end if;
+  v_invalidated := array(select x.entry_id
+                         from invalidate_v1(p_tenant_id, p_resource_id, p_thread_id,
+                                            array[p_entry_id], 'corrected', p_now) as x);
+  return query
+    update {{entries}} e
+    set text = p_text, embedding = p_embedding,
+        metadata = jsonb_set(e.metadata, '{_lineage}',
+                             coalesce(e.metadata -> '_lineage', '{"sourceIds": []}'::jsonb)
+                             || '{"reason": "corrected"}'),
+        updated_at = p_now
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+      and e.thread_id = p_thread_id and e.id = p_entry_id
+    returning e.id, e.text, e.metadata, e.sequence, e.importance, e.consent_source, e.consent_scope,
+              e.consent_visible, e.consent_granted_at, e.consent_revoked_at, e.legal_hold,
+              e.created_at, e.updated_at, v_invalidated;
+end;
+$$;
+-- end of functions/correct_v1.sql
+
+-- file functions/correct_v2.sql
+-- correct_v1, then the corrected entry is re-derived from its sources; returns
+-- the record and every id invalidated (the entry last, when it is one of them).
+create or replace function {{schema}}.correct_v2(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_entry_id text,
+  p_text text, p_embedding vector, p_now timestamptz default now())
+returns setof {{schema}}.entry_record_v1
+language plpgsql volatile security definer
+set search_path from current
+as $$
+declare
+  v_record {{schema}}.entry_record_v1;
+begin
+  -- correct_v1 takes the thread's lock, held until the transaction ends.
+  select * into v_record
+  from correct_v1(p_tenant_id, p_resource_id, p_thread_id, p_entry_id, p_text, p_embedding, p_now);
+  -- The entry keeps its lineage: if the walk just invalidated one of its own
+  -- sources (a lineage cycle), it is invalid too.
+  if not exists (select 1 from {{invalidation}} i
+                 where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                   and i.thread_id = p_thread_id and i.entry_id = p_entry_id) then
+    perform tombstone_from_sources_v1(p_tenant_id, p_resource_id, p_thread_id, array[p_entry_id], p_now);
+    if exists (select 1 from {{invalidation}} i
+               where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                 and i.thread_id = p_thread_id and i.entry_id = p_entry_id) then
+      v_record.invalidated := v_record.invalidated || p_entry_id;
+    end if;
+  end if;
+  return next v_record;
+end;
+$$;
+-- end of functions/correct_v2.sql
+
+-- file functions/install_info_v1.sql
+create or replace function {{schema}}.install_info_v1()
+returns table (schema_version integer, table_name text, dimensions integer, vector_schema text)
+language sql stable
+set search_path from current
+as $$
+  select {{schema_version}}, {{table_literal}}::text, {{dimensions}}::integer, n.nspname::text
+  from pg_catalog.pg_extension x join pg_catalog.pg_namespace n on n.oid = x.extnamespace
+  where x.extname = 'vector'
+$$;
+-- end of functions/install_info_v1.sql
+
+-- file functions/invalidate_v1.sql
+-- Tombstones p_ids and their lineage dependents (contract as in revision 0001);
+-- the walk's step is one pass over the thread rather than one per frontier id.
+create or replace function {{schema}}.invalidate_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_ids text[], p_reason text,
+  p_now timestamptz default now())
+returns table (entry_id text)
+language plpgsql volatile security definer
+set search_path from current
+as $$
+declare
+  v_visited text[] := array(select distinct x from unnest(p_ids) as x);
+  v_frontier text[] := v_visited;
+  v_edges text[] := '{}';  -- 'source' || chr(31) || 'dependent'
+  v_found text[];
+  v_new text[];
+  v_depth integer := 0;
+begin
+  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  if coalesce(cardinality(p_ids), 0) not between 1 and 64 then
+    raise exception 'invalidate: between 1 and 64 ids per call, got %', coalesce(cardinality(p_ids), 0)
+      using errcode = 'PM005';
+  end if;
+  if p_reason is null
+     or p_reason not in ('deleted', 'held', 'revoked', 'corrected', 'expired', 'source-invalidated') then
+    raise exception 'invalidate: unknown reason %', p_reason using errcode = 'PM002';
+  end if;
+  perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
+
+  while cardinality(v_frontier) > 0 loop
+    v_depth := v_depth + 1;
+    -- One pass over the thread per step: the entries naming any frontier id
+    -- (?| is one test per row; an entry without lineage fails it at once), then
+    -- their edges from the frontier.
+    v_found := array(
+      select distinct source.id || chr(31) || d.id
+      from {{entries}} d
+      cross join lateral jsonb_array_elements_text(d.metadata -> '_lineage' -> 'sourceIds') as source(id)
+      where d.tenant_id = p_tenant_id and d.resource_id = p_resource_id and d.thread_id = p_thread_id
+        and (d.metadata -> '_lineage' -> 'sourceIds') ?| v_frontier
+        and source.id = any(v_frontier) and d.id <> source.id);
+    v_edges := array(select distinct x from unnest(v_edges || v_found) as x);
+    if cardinality(v_edges) > 256 then
+      raise exception 'lineage walk passed the cap of 256 edges' using errcode = 'PM010';
+    end if;
+    v_new := array(select distinct split_part(x, chr(31), 2) from unnest(v_found) as x
+                   except select unnest(v_visited));
+    if cardinality(v_new) > 0 and v_depth > 8 then
+      raise exception 'lineage walk passed the cap of depth 8' using errcode = 'PM010';
+    end if;
+    v_visited := v_visited || v_new;
+    v_frontier := v_new;
+  end loop;
+
+  insert into {{invalidation}}
+    (tenant_id, resource_id, thread_id, entry_id, reason, source_entry_id, sequence, created_at)
+  select p_tenant_id, p_resource_id, p_thread_id, e.id, p_reason,
+         case when e.id = any(p_ids) then e.id end, e.sequence, p_now
+  from {{entries}} e
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
+    and e.id = any(v_visited)
+    and (p_reason <> 'corrected' or not (e.id = any(p_ids)))
+  on conflict do nothing;
+  if p_reason = 'held' then
+    update {{entries}} e set legal_hold = true, updated_at = p_now
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+      and e.thread_id = p_thread_id and e.id = any(p_ids);
+  end if;
+
+  return query
+    select e.id from {{entries}} e
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
+      and e.id = any(v_visited)
+      and (p_reason <> 'corrected' or not (e.id = any(p_ids)))
+    order by e.id collate "C";
+end;
+$$;
+-- end of functions/invalidate_v1.sql
+
+-- file functions/recall_v2.sql
+-- Semantic recall (contract as in revision 0003); see the header for what changed.
+create or replace function {{schema}}.recall_v2(
+  p_tenant_id text, p_resource_id text, p_thread_id text,
+  p_query_embedding vector, p_query_text text default '',
+  p_top_k integer default 8, p_message_range integer default 0,
+  p_require_consent boolean default false, p_share_parent_thread_id text default null,
+  p_now timestamptz default now(),
+  p_recency_weight double precision default null, p_importance_weight double precision default null,
+  p_half_life_ms double precision default null, p_explain boolean default false)
+returns table (kind text, rank integer, resource_id text, thread_id text, id text, text text,
+               metadata jsonb, sequence bigint, importance double precision,
+               similarity double precision, lexical double precision, recency double precision,
+               score double precision, created_at timestamptz, updated_at timestamptz)
+language plpgsql stable security definer
+set search_path from current
+set plan_cache_mode = force_generic_plan
+set random_page_cost = 1.1
+set enable_indexscan = off
+set enable_mergejoin = off
+as $$
+declare
+  v_weights record := scoring_weights_v1(p_recency_weight, p_importance_weight, p_half_life_ms);
+  v_scored boolean := p_recency_weight is not null or p_importance_weight is not null;
+  v_terms text[] := lexical_terms_v1(coalesce(p_query_text, ''));
+  -- Any-term query: terms hold no quote or backslash, so quote_literal is a safe operand.
+  v_any_term tsquery := (select string_agg(quote_literal(term), ' | ')::tsquery from unnest(v_terms) as term);
+begin
+  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  if p_top_k is null or p_top_k < 1 or p_top_k > 32 then
+    raise exception 'top_k must be between 1 and 32, got %', p_top_k using errcode = 'PM005';
+  end if;
+  if p_message_range is null or p_message_range < 0 or p_message_range > 4 then
+    raise exception 'message_range must be between 0 and 4, got %', p_message_range
+      using errcode = 'PM005';
+  end if;
+  if octet_length(p_query_text) > 65536 then
+    raise exception 'the query text is % bytes, over the 64 KiB hard cap', octet_length(p_query_text)
+      using errcode = 'PM006';
+  end if;
+  if p_share_parent_thread_id is not null and is_blank_v1(p_share_parent_thread_id) then
+    raise exception 'share_from_parent_thread_id must not be blank' using errcode = 'PM001';
+  end if;
+  if p_explain is null then
+    raise exception 'explain must be true or false' using errcode = 'PM005';
+  end if;
+  perform assert_embedding_v1(p_query_embedding, 'the query embedding');
+  perform assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, vector_dims(p_query_embedding));
+
+  -- Plain recall of one thread (no scoring, grants, adjacency or explain): the
+  -- same hits as the general statement below, from a plan a third its size.
+  if not v_scored and p_share_parent_thread_id is null and p_message_range = 0 and not p_explain then
+    return query
+      select 'hit'::text,
+             (row_number() over (order by h.score desc, h.sequence asc, h.id collate "C" asc))::integer,
+             e.resource_id, e.thread_id, e.id, e.text, e.metadata, e.sequence, e.importance,
+             h.similarity, h.lexical, null::float8, h.score, e.created_at, e.updated_at
+      from (select s.row_id, s.id, s.sequence, s.similarity, s.lexical,
+                   s.similarity + 0.25::float8 * s.lexical as score
+            from (select e.ctid as row_id, e.id, e.sequence,
+                         1::float8 - (e.embedding <=> p_query_embedding) as similarity,
+                         lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
+                  from {{entries}} e
+                  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+                    and e.thread_id = p_thread_id
+                    and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold,
+                                         e.consent_source, p_require_consent)
+                    and not exists (select 1 from {{invalidation}} i
+                                    where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                                      and i.thread_id = p_thread_id and i.entry_id = e.id)
+                  offset 0) as s  -- each row's distance and lexical score computed once
+            order by score desc, s.sequence asc, s.id collate "C" asc
+            limit p_top_k) as h
+      join {{entries}} e on e.ctid = h.row_id  -- the row scored above, in this statement's snapshot
+      order by 2;
+    return;
+  end if;
+
+  return query
+    with grants as (
+      select g.resource_id, g.parent_thread_id as thread_id, g.source_ids
+      from {{share_grant}} g
+      where p_share_parent_thread_id is not null
+        and g.tenant_id = p_tenant_id and g.child_resource_id = p_resource_id
+        and g.child_thread_id = p_thread_id and g.parent_thread_id = p_share_parent_thread_id
+        and (g.expires_at is null or g.expires_at > p_now)
+    ), scored as (
+      (select e.resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at, e.ctid as row_id,
+              1::float8 - (e.embedding <=> p_query_embedding) as similarity,
+              lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
+       from {{entries}} e
+       where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
+         and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
+                              p_require_consent)
+         and not exists (select 1 from {{invalidation}} i
+                         where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                           and i.thread_id = p_thread_id and i.entry_id = e.id)
+       offset 0)
+      union all
+      (select e.resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at, e.ctid as row_id,
+              1::float8 - (e.embedding <=> p_query_embedding) as similarity,
+              lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
+       from grants g
+       join {{entries}} e
+         on e.tenant_id = p_tenant_id and e.resource_id = g.resource_id
+        and e.thread_id = g.thread_id and e.id = any(g.source_ids)
+       where vector_dims(e.embedding) = vector_dims(p_query_embedding)
+         and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
+                              p_require_consent)
+         and not exists (select 1 from {{invalidation}} i
+                         where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
+                           and i.thread_id = e.thread_id and i.entry_id = e.id)
+       offset 0)
+    ), candidates as (
+      -- Plain recall keeps top_k; scoring re-ranks the top (top_k x 4).
+      select s.*, s.similarity + 0.25::float8 * s.lexical as base
+      from scored s
+      order by s.similarity + 0.25::float8 * s.lexical desc, s.sequence asc, s.id collate "C" asc,
+               s.thread_id collate "C" asc, s.resource_id collate "C" asc
+      limit case when v_scored then p_top_k * 4 else p_top_k end
+    ), blended as (
+      select c.resource_id, c.thread_id, c.id, c.sequence, c.row_id, c.similarity, c.lexical,
+             case when v_scored and p_half_life_ms is not null
+                  then recency_v1(p_now, c.created_at, p_half_life_ms)
+             end as recency,
+             case when v_scored then greatest(0::float8, least(1::float8, coalesce(c.importance, 1::float8)))
+                  else c.importance end as importance,
+             c.base
+      from candidates c
+    ), hits as (
+      select b.resource_id, b.thread_id, b.id, b.sequence, b.row_id, b.similarity, b.lexical, b.recency, b.importance,
+             case when v_scored
+                  then v_weights.similarity_weight * b.base
+                       + v_weights.recency_weight * coalesce(b.recency, 0::float8)
+                       + v_weights.importance_weight * b.importance
+                  else b.base end as score
+      from blended b
+      order by score desc, b.sequence asc, b.id collate "C" asc,
+               b.thread_id collate "C" asc, b.resource_id collate "C" asc
+      limit p_top_k
+    ), adjacent as (
+      select distinct e.resource_id, e.thread_id, e.id, e.sequence, e.ctid as row_id
+      from hits h
+      join {{entries}} e
+        on e.tenant_id = p_tenant_id and e.resource_id = h.resource_id and e.thread_id = h.thread_id
+       and e.sequence between h.sequence - p_message_range and h.sequence + p_message_range
+      where p_message_range > 0
+        and not exists (select 1 from hits r
+                        where r.resource_id = e.resource_id and r.thread_id = e.thread_id and r.id = e.id)
+        and ((e.resource_id = p_resource_id and e.thread_id = p_thread_id)
+             or exists (select 1 from grants g
+                        where g.resource_id = e.resource_id and g.thread_id = e.thread_id
+                          and e.id = any(g.source_ids)))
+        and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
+                             p_require_consent)
+        and not exists (select 1 from {{invalidation}} i
+                        where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
+                          and i.thread_id = e.thread_id and i.entry_id = e.id)
+    ), gates as (
+      -- Only with p_explain: the thread's entries and the entries live grants
+      -- name (nothing else of another thread), each counted at the first gate
+      -- that removes it.
+      select case
+               when not (e.resource_id = p_resource_id and e.thread_id = p_thread_id)
+                    and vector_dims(e.embedding) <> vector_dims(p_query_embedding) then 'scope'
+               when e.legal_hold then 'hold'
+               when not is_injectable_v1(e.consent_visible, e.consent_revoked_at, false, e.consent_source,
+                                         p_require_consent) then 'consent'
+               when exists (select 1 from {{invalidation}} i
+                            where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
+                              and i.thread_id = e.thread_id and i.entry_id = e.id) then 'invalidation'
+             end as gate
+      from {{entries}} e
+      where p_explain
+        and e.tenant_id = p_tenant_id
+        and ((e.resource_id = p_resource_id and e.thread_id = p_thread_id)
+             or exists (select 1 from grants g
+                        where g.resource_id = e.resource_id and g.thread_id = e.thread_id
+                          and e.id = any(g.source_ids)))
+    ), picked as (
+      select 'hit'::text as kind,
+             (row_number() over (order by h.score desc, h.sequence asc, h.id collate "C" asc,
+                                          h.thread_id collate "C" asc, h.resource_id collate "C" asc))::integer as rank,
+             h.resource_id, h.thread_id, h.id, h.row_id, h.similarity, h.lexical, h.recency, h.importance, h.score
+      from hits h
+      union all
+      select 'adjacent'::text,
+             (row_number() over (order by a.sequence, a.id collate "C", a.thread_id collate "C",
+                                          a.resource_id collate "C"))::integer,
+             a.resource_id, a.thread_id, a.id, a.row_id, null::float8, null::float8, null::float8, null::float8,
+             null::float8
+      from adjacent a
+    )
+    select p.kind, p.rank, e.resource_id, e.thread_id, e.id, e.text, e.metadata, e.sequence,
+           case when p.kind = 'hit' then p.importance else e.importance end,
+           p.similarity, p.lexical, p.recency, p.score, e.created_at, e.updated_at
+    from picked p
+    join {{entries}} e on e.ctid = p.row_id  -- the row scored above, in this statement's snapshot
+    union all
+    select 'gate'::text, coalesce(n.removed, 0)::integer, null::text, null::text, g.gate, null::text,
+           null::jsonb, null::bigint, null::float8, null::float8, null::float8, null::float8, null::float8,
+           null::timestamptz, null::timestamptz
+    from unnest(array['scope', 'hold', 'consent', 'invalidation']) with ordinality as g(gate, position)
+    left join (select x.gate, count(*) as removed from gates x where x.gate is not null group by x.gate) n
+      on n.gate = g.gate
+    where p_explain
+    order by 1 desc, 2;
+end;
+$$;
+-- end of functions/recall_v2.sql
+
 revoke execute on function {{schema}}.recall_v1(text, text, text, vector, text, integer, integer, boolean, text, timestamptz) from public;
 revoke execute on function {{schema}}.correct_v1(text, text, text, text, text, vector, timestamptz) from public;
 

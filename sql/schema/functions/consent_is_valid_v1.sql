@@ -1,6 +1,6 @@
 -- A consent object: absent, or {"source", "scope", "visible", "grantedAt",
--- "revokedAt"} with the seed's values (missing keys take the defaults
--- user / thread / visible).
+-- "revokedAt"} holding the documented values (missing keys take the
+-- defaults user / thread / visible).
 create or replace function {{schema}}.consent_is_valid_v1(p_consent jsonb) returns boolean
 language sql immutable parallel safe
 return p_consent is null or (

@@ -1,8 +1,8 @@
 -- Tombstones p_ids' dependents (every entry of the thread whose
 -- _lineage.sourceIds holds an invalidated id, transitively) and, unless
 -- p_reason is 'corrected', p_ids themselves; with 'held' it also sets the legal
--- hold. The walk is breadth-first over distinct lineage edges. Caps from the
--- seed: at most 64 ids, 256 edges, and new dependents no deeper than 8 levels;
+-- hold. The walk is breadth-first over distinct lineage edges. Caps: at most
+-- 64 ids, 256 edges, and new dependents no deeper than 8 levels;
 -- over a cap raises PM010 and nothing changes. Returns every tombstoned id.
 -- Reasons: deleted, held, revoked, corrected, expired, source-invalidated.
 -- An entry keeps one tombstone: an erasure's reason (deleted, expired, held)
