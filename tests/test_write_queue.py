@@ -103,7 +103,10 @@ async def test_bad_input_raises_before_waiting_and_leaves_the_failure_for_flush(
         await memory.flush()
 
 
-async def test_close_logs_a_failed_background_write_and_closes():
+async def test_close_logs_a_failed_background_write_and_closes(caplog):
     memory, _ = await memory_with_entry()
     await memory.remember([{"id": "p", "text": "poison"}])
-    await memory.close()
+    with caplog.at_level("DEBUG", logger="prism_memory"):
+        await memory.close()  # does not raise the failure
+    failed = [record for record in caplog.records if record.name == "prism_memory" and record.levelname == "ERROR"]
+    assert [record.getMessage() for record in failed] == ["background remember of 1 entries failed: EmbeddingFailedError"]
