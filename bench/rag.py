@@ -79,7 +79,7 @@ async def run(dsn: str, args: argparse.Namespace) -> dict:
     unit = vectors.astype(np.float64)
     unit /= np.linalg.norm(unit, axis=1, keepdims=True)
     with scratch_schema(dsn, "bench_rag") as schema:
-        store = await create_postgres_vector_store(dsn, schema=schema, dimension=args.dimensions)
+        store = await create_postgres_vector_store(dsn, schema=schema, dimensions=args.dimensions)
         try:
             log(f"loading {args.chunks} chunks of {args.dimensions} dims into {schema}")
             started = time.perf_counter()

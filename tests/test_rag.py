@@ -425,7 +425,7 @@ async def test_unpinned_store_fixes_each_scopes_width_and_a_pinned_mismatch_fail
     finally:
         await postgres.close()
     with pytest.raises(SchemaVersionError, match="dimensions"):
-        await create_postgres_vector_store(pg_dsn, dimension=32, skip_migrations=True)
+        await create_postgres_vector_store(pg_dsn, dimensions=32, skip_migrations=True)
     pinned = await create_postgres_vector_store(pg_dsn, skip_migrations=True)  # unpinned request: the install's 64 apply
     try:
         with pytest.raises(DimensionMismatchError):

@@ -656,18 +656,18 @@ async def create_postgres_vector_store(
     *,
     schema: str = "prism_memory",
     table: str = "semantic_memory",
-    dimension: int | None = None,
+    dimensions: int | None = None,
     skip_migrations: bool = False,
     min_pool_size: int = 1,
     max_pool_size: int = 8,
     pool_timeout: float = 30.0,
 ) -> PostgresVectorStore:
-    """The standalone durable vector store for RAG (seed ``createPostgresVectorStore``).
+    """The standalone durable vector store for RAG: a :class:`PostgresVectorStore` that owns its pool.
 
     Connects to the host's knowledge database, migrates (unless
     ``skip_migrations``) and returns a store that owns its pool; ``await
-    store.close()`` ends it. ``dimension`` pins the embedding column to
-    ``vector(dimension)`` with an HNSW index (up to 2,000 dimensions); every
+    store.close()`` ends it. ``dimensions`` pins the embedding column to
+    ``vector(dimensions)`` with an HNSW index (up to 2,000 dimensions); every
     embedding written or queried must then have exactly that width, else
     :class:`DimensionMismatchError` (fail closed, never drift). Unpinned, the
     first chunk of a scope fixes the scope's width. Raises
@@ -677,7 +677,7 @@ async def create_postgres_vector_store(
     Connection failures are as for :func:`create_postgres_memory_stores`
     (``pool_timeout``, :class:`StoreUnavailableError`, :class:`StoreClosedError`).
     """
-    config = SchemaConfig(schema, table, dimension)
+    config = SchemaConfig(schema, table, dimensions)
     pool, queries, config, distributed = await _open_pool(
         connection_string, config, skip_migrations, min_pool_size, max_pool_size, pool_timeout
     )
