@@ -17,7 +17,7 @@ from .embedding import (
     embed_query,
     embedding_model,
 )
-from .emulator import MemoryVectorStore, MemoryWorkingStore, create_memory_vector_store, create_memory_working_store
+from .emulator import EmulatorVectorStore, EmulatorWorkingStore, create_memory_vector_store, create_memory_working_store
 from .errors import (
     AccessVersionConflict,
     ConfigurationError,
@@ -140,6 +140,8 @@ __all__ = [
     "EmbeddingModel",
     "EmbeddingModelMismatchError",
     "EmbeddingUnavailableError",
+    "EmulatorVectorStore",
+    "EmulatorWorkingStore",
     "HashEmbedder",
     "InvalidEmbeddingError",
     "InvalidEntryError",
@@ -150,8 +152,6 @@ __all__ = [
     "Memory",
     "MemoryEntry",
     "MemoryLimits",
-    "MemoryVectorStore",
-    "MemoryWorkingStore",
     "PayloadTooLargeError",
     "PostgresMemoryStores",
     "PostgresVectorStore",

@@ -11,7 +11,7 @@ from prism_memory import (
     run_memory_conformance,
 )
 from prism_memory.conformance import CHECKS
-from prism_memory.emulator import MemoryVectorStore
+from prism_memory.emulator import EmulatorVectorStore
 
 
 async def test_the_emulator_conforms():
@@ -34,28 +34,28 @@ async def test_postgres_conforms(pg_dsn):
     assert report.passed == list(CHECKS)
 
 
-class LeakyStore(MemoryVectorStore):
+class LeakyStore(EmulatorVectorStore):
     """A broken adapter: its recall gate lets every stored entry through (no consent, no tombstones)."""
 
     def _visible(self, key, row, require_consent):
         return True
 
 
-class EternalGrants(MemoryVectorStore):
+class EternalGrants(EmulatorVectorStore):
     """A broken adapter: share grants never expire."""
 
     async def share_with(self, scope, child_resource_id, child_thread_id, source_ids, expires_at=None, now=None):
         return await super().share_with(scope, child_resource_id, child_thread_id, source_ids, None, now)
 
 
-class GreedyTopK(MemoryVectorStore):
+class GreedyTopK(EmulatorVectorStore):
     """A broken adapter: it ignores top_k."""
 
     async def recall(self, scope, query_embedding, query_text, top_k, *args, **kwargs):
         return await super().recall(scope, query_embedding, query_text, 32, *args, **kwargs)
 
 
-class NoRecency(MemoryVectorStore):
+class NoRecency(EmulatorVectorStore):
     """A broken adapter: it drops the recency weight."""
 
     async def recall(self, *args, scoring=None, **kwargs):
@@ -64,7 +64,7 @@ class NoRecency(MemoryVectorStore):
         return await super().recall(*args, scoring=scoring, **kwargs)
 
 
-class ModelBlind(MemoryVectorStore):
+class ModelBlind(EmulatorVectorStore):
     """A broken adapter: it ignores the embedding model, so two models' vectors mix in one thread."""
 
     async def remember(self, scope, records, now=None, model=None):
@@ -74,14 +74,14 @@ class ModelBlind(MemoryVectorStore):
         return await super().recall(*args, **kwargs)
 
 
-class SweepOnly(MemoryVectorStore):
+class SweepOnly(EmulatorVectorStore):
     """A broken adapter: expiry only counts once the sweep ran (as in langgraph before PR#8354)."""
 
     def _live(self, key, row, now):
         return True
 
 
-class StayAtHome(MemoryVectorStore):
+class StayAtHome(EmulatorVectorStore):
     """A broken adapter: it ignores across_threads."""
 
     async def recall(self, *args, across_threads=False, **kwargs):

@@ -10,16 +10,16 @@ import re
 import psycopg
 import pytest
 from prism_memory import operations, sql_source, stores
-from prism_memory.emulator import MemoryVectorStore, MemoryWorkingStore
+from prism_memory.emulator import EmulatorVectorStore, EmulatorWorkingStore
 from prism_memory.postgres.queries import Queries, build_queries
 from prism_memory.postgres.store import PostgresVectorStore, PostgresWorkingStore
 
 #: Protocol methods that are not operations on stored data.
 LIFECYCLE = {"close", "transaction"}
 IMPLEMENTATIONS = {
-    "VectorStore": (MemoryVectorStore, PostgresVectorStore),
-    "RagVectorStore": (MemoryVectorStore, PostgresVectorStore),
-    "WorkingStore": (MemoryWorkingStore, PostgresWorkingStore),
+    "VectorStore": (EmulatorVectorStore, PostgresVectorStore),
+    "RagVectorStore": (EmulatorVectorStore, PostgresVectorStore),
+    "WorkingStore": (EmulatorWorkingStore, PostgresWorkingStore),
 }
 
 

@@ -92,9 +92,9 @@ def json_contains(stored: Any, wanted: Any) -> bool:
 
 
 class EmulatorRagStore:
-    """The RAG contract in memory (seed ``createMemoryVectorStore`` for the ``rag`` subpath).
+    """The RAG contract in memory.
 
-    Mixed into :class:`prism_memory.emulator.MemoryVectorStore`; see
+    Mixed into :class:`prism_memory.emulator.EmulatorVectorStore`; see
     :class:`prism_memory.stores.RagVectorStore` for the contract. Each
     method checks its arguments' types as the Postgres store does
     (:mod:`prism_memory.ragargs`), then mirrors the SQL function named in its
