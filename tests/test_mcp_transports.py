@@ -155,10 +155,9 @@ async def test_stdio_server_embeds_with_the_configured_embedder(pg_dsn, tmp_path
 NOISY_SERVER = """
 import asyncio, os
 from mcp.server.mcpserver import MCPServer
-from prism_memory import mcp_server
-from prism_memory.mcp_server import serve_stdio
+from prism_memory.mcp_server import serve_stdio, stdio
 
-mcp_server.STDIO_LINE_LIMIT = int(os.environ.get("LINE_LIMIT", mcp_server.STDIO_LINE_LIMIT))
+stdio.STDIO_LINE_LIMIT = int(os.environ.get("LINE_LIMIT", stdio.STDIO_LINE_LIMIT))
 server = MCPServer("noisy")
 
 @server.tool()

@@ -1,0 +1,274 @@
+"""The MCP server's tools: what each one does with the caller's memory, in groups :func:`create_mcp_server` registers."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver.tools import Tool
+from pydantic import Field
+
+from ..errors import InvalidEntryError, WorkingMemoryValidationError
+from ..export import export_json
+from ..memory import Memory
+from ..redaction import Redaction
+from ..types import MemoryConsent, MemoryEntry, MemoryLineage
+from .directory import MemoryDirectory
+from .failures import tool_errors
+from .models import (
+    ADDITIVE,
+    DESTRUCTIVE_IDEMPOTENT,
+    IDEMPOTENT,
+    READ_ONLY,
+    REPLACING,
+    ConsentChoice,
+    Cursor,
+    Entry,
+    EntryId,
+    EntryIds,
+    Exported,
+    Forgotten,
+    Held,
+    MemoryPage,
+    NewEntry,
+    Rebuilt,
+    Recalled,
+    Remembered,
+    Swept,
+    Thread,
+    WorkingMemory,
+    strict_tool,
+)
+from .scopes import ServerScope
+
+#: Entries one ``remember`` call may store.
+MAX_NEW_ENTRIES = 100
+#: ``list_memories``: default and largest page, and the page's JSON byte cap.
+LIST_LIMIT = (20, 100)
+LIST_MAX_BYTES = 256 * 1024
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What the tools of one server share: the ``directory`` of memories, ``current_scope()`` (the scope of the
+    call being served), the ``consent_source`` stored with new entries and ``entry_ids()``, their ids."""
+
+    directory: MemoryDirectory
+    current_scope: Callable[[], ServerScope]
+    consent_source: Literal["agent", "user", "system"]
+    entry_ids: Callable[[], str]
+
+    @property
+    def redaction(self) -> Redaction:
+        """The redaction of the directory's memories, which tool errors get too."""
+        return self.directory.redaction
+
+    def thread(self, thread: str | None) -> Memory:
+        """The memory of ``thread`` (default: the scope's thread) of the caller's resource."""
+        return self.directory.thread(self.current_scope(), thread)
+
+    def resource(self) -> Memory:
+        """The memory of the caller's resource (working memory)."""
+        return self.directory.resource(self.current_scope())
+
+
+def new_entry_id() -> str:
+    """A fresh entry id (32 hex digits): entries the server stores get ids it chose, never the caller's."""
+    return uuid.uuid4().hex
+
+
+def working_document(data: dict[str, Any] | str) -> Any:
+    """``data``, or the JSON document a string holds; :class:`WorkingMemoryValidationError` for invalid JSON."""
+    if not isinstance(data, str):
+        return data
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise WorkingMemoryValidationError(f"data is not valid JSON: {exc}") from None
+
+
+def remembering_tools(context: ToolContext) -> list[Tool]:
+    """The tools that store and find entries: ``remember`` and ``recall``."""
+
+    async def remember(
+        entries: Annotated[list[NewEntry] | None, Field(min_length=1, max_length=MAX_NEW_ENTRIES, description="Entries.")] = None,
+        texts: Annotated[list[str] | None, Field(min_length=1, max_length=MAX_NEW_ENTRIES, description="Plain texts.")] = None,
+        thread: Thread = None,
+        importance: Annotated[float | None, Field(ge=0, le=1, description="0..1 for every entry (default: neutral).")] = None,
+        consent: Annotated[ConsentChoice | None, Field(description="Visibility and scope of the new entries.")] = None,
+    ) -> Remembered:
+        """Store durable facts about the user (give entries or texts, not both). Returns the new entries' ids."""
+        with tool_errors(context.redaction):
+            memory = context.thread(thread)
+            if (entries is None) == (texts is None):
+                raise InvalidEntryError("remember takes entries or texts: give exactly one of them")
+            choice = consent or ConsentChoice()
+            now = memory.config.now()
+            granted_at = now if choice.visible else None
+            stored_consent = MemoryConsent(context.consent_source, choice.scope, choice.visible, granted_at=granted_at)
+            items = [
+                MemoryEntry(
+                    context.entry_ids(), entry.text, entry.metadata,
+                    importance=importance if entry.importance is None else entry.importance,
+                    consent=stored_consent,
+                    lineage=MemoryLineage(tuple(entry.derived_from)) if entry.derived_from else None,
+                )
+                for entry in (entries if entries is not None else [NewEntry(text=text) for text in texts or []])
+            ]
+            result = await memory.remember(items, wait=True)
+            return Remembered(thread=memory.scope.thread_id, ids=[item.id for item in items], stored=result.accepted)
+
+    async def recall(
+        query: Annotated[str, Field(description="What to look for, in natural language.")],
+        thread: Thread = None,
+        top_k: Annotated[int | None, Field(ge=1, le=32, description="Hits to return (default 8).")] = None,
+        message_range: Annotated[int | None, Field(ge=0, le=4, description="Also return entries N turns around hits.")] = None,
+        across_threads: Annotated[bool, Field(
+            description="Search all of the user's threads: other threads contribute only entries whose consent "
+                        "scope is 'profile' or 'user'. Each hit names its thread.")] = False,
+    ) -> Recalled:
+        """Find the stored entries most relevant to a query (revoked and forgotten ones never come back)."""
+        with tool_errors(context.redaction):
+            memory = context.thread(thread)
+            result = await memory.recall(query, top_k=top_k, message_range=message_range, across_threads=across_threads)
+            return Recalled.of(result, memory.scope.thread_id)
+
+    return [strict_tool(remember, ADDITIVE), strict_tool(recall, READ_ONLY)]
+
+
+def working_memory_tools(context: ToolContext) -> list[Tool]:
+    """The tools over the resource's working-memory document: ``get_working_memory`` and
+    ``update_working_memory``."""
+
+    async def get_working_memory() -> WorkingMemory:
+        """Read the user's working-memory document (a versioned JSON profile)."""
+        with tool_errors(context.redaction):
+            return WorkingMemory.of(await context.resource().get_working())
+
+    async def update_working_memory(
+        data: Annotated[dict[str, Any] | str, Field(description="The whole new document: a JSON object.")],
+        expected_version: Annotated[
+            int | None, Field(ge=0, description="Refuse unless the stored version is this (0: none yet; see get_working_memory).")
+        ] = None,
+    ) -> WorkingMemory:
+        """Replace the user's working-memory document; it must pass the server's schema."""
+        with tool_errors(context.redaction):
+            return WorkingMemory.of(await context.resource().update_working(working_document(data), expected_version))
+
+    return [strict_tool(get_working_memory, READ_ONLY), strict_tool(update_working_memory, REPLACING)]
+
+
+def entry_tools(context: ToolContext) -> list[Tool]:
+    """The tools over a thread's stored entries: ``list_memories``, ``correct``, ``forget`` and ``set_consent``."""
+
+    async def list_memories(
+        thread: Thread = None,
+        cursor: Cursor = None,
+        limit: Annotated[int, Field(ge=1, le=LIST_LIMIT[1], description="Entries per page.")] = LIST_LIMIT[0],
+    ) -> MemoryPage:
+        """List a thread's visible, consented entries in order, a page at a time."""
+        with tool_errors(context.redaction):
+            memory = context.thread(thread)
+            page = await memory.export_memory(memory.scope, cursor, limit=limit, max_bytes=LIST_MAX_BYTES)
+            name = memory.scope.thread_id
+            entries = [Entry.of(record, name) for record in page.entries]
+            return MemoryPage(thread=name, entries=entries, next_cursor=page.next_cursor)
+
+    async def correct(
+        entry_id: EntryId,
+        text: Annotated[str, Field(description="The corrected text.")],
+        thread: Thread = None,
+    ) -> Entry:
+        """Replace an entry's text (facts derived from it are retracted)."""
+        with tool_errors(context.redaction):
+            memory = context.thread(thread)
+            return Entry.of(await memory.correct(entry_id, text), memory.scope.thread_id)
+
+    async def forget(ids: EntryIds, thread: Thread = None) -> Forgotten:
+        """Delete entries for good (and retract what was derived from them). Returns how many were deleted."""
+        with tool_errors(context.redaction):
+            memory = context.thread(thread)
+            return Forgotten(thread=memory.scope.thread_id, deleted=await memory.forget(ids))
+
+    async def set_consent(
+        entry_id: EntryId,
+        visible: Annotated[bool | None, Field(description="false revokes (hidden from recall), true grants again.")] = None,
+        scope: Annotated[Literal["thread", "profile", "user"] | None, Field(description="How far the entry may travel.")] = None,
+        thread: Thread = None,
+    ) -> Entry:
+        """Grant or revoke the user's consent to use an entry, or change its scope."""
+        with tool_errors(context.redaction):
+            memory = context.thread(thread)
+            if visible is None and scope is None:
+                raise InvalidEntryError("set_consent needs visible or scope")
+            now = memory.config.now()
+            record = await memory.set_consent(
+                entry_id, visible=visible, source=context.consent_source, scope=scope,
+                granted_at=now if visible is True else None, revoked_at=now if visible is False else None,
+            )
+            return Entry.of(record, memory.scope.thread_id)
+
+    return [
+        strict_tool(list_memories, READ_ONLY),
+        strict_tool(correct, DESTRUCTIVE_IDEMPOTENT),
+        strict_tool(forget, DESTRUCTIVE_IDEMPOTENT),
+        strict_tool(set_consent, DESTRUCTIVE_IDEMPOTENT),
+    ]
+
+
+def operator_tools(context: ToolContext) -> list[Tool]:
+    """The operator's tools (``create_mcp_server(admin_tools=True)``): ``legal_hold``, ``apply_retention``,
+    ``export_memory`` and ``rebuild_index``."""
+
+    async def legal_hold(ids: EntryIds, thread: Thread = None) -> Held:
+        """Operator: keep entries under legal hold (never deleted, never recalled or exported)."""
+        with tool_errors(context.redaction):
+            memory = context.thread(thread)
+            await memory.forget(ids, hold=True)
+            return Held(thread=memory.scope.thread_id, ids=list(dict.fromkeys(ids)))
+
+    async def apply_retention(
+        max_age_days: Annotated[float | None, Field(ge=0, le=36500, description="Delete entries older than this.")] = None,
+        max_entries: Annotated[int | None, Field(ge=0, description="Keep only the newest N entries.")] = None,
+        batch_size: Annotated[int, Field(ge=1, le=64, description="Deletes per call; call again while deleted > 0.")] = 64,
+        thread: Thread = None,
+    ) -> Swept:
+        """Operator: one bounded retention sweep of a thread: deletes what has expired and, when given, entries
+        older than max_age_days or beyond the newest max_entries (entries under legal hold are kept)."""
+        with tool_errors(context.redaction):
+            memory = context.thread(thread)
+            swept = await memory.apply_retention(max_age_days, max_entries, batch_size)
+            return Swept(thread=memory.scope.thread_id, deleted=swept.deleted, scanned=swept.scanned)
+
+    async def export_memory(
+        thread: Thread = None,
+        cursor: Cursor = None,
+        limit: Annotated[int, Field(ge=1, le=200, description="Entries per page.")] = 100,
+    ) -> Exported:
+        """Operator: one page of a thread's exportable entries (consented, visible, redacted)."""
+        with tool_errors(context.redaction):
+            memory = context.thread(thread)
+            page = await memory.export_memory(memory.scope, cursor, limit=limit)
+            return Exported(thread=memory.scope.thread_id, entries=[export_json(record) for record in page.entries],
+                            bytes=page.bytes, next_cursor=page.next_cursor)
+
+    async def rebuild_index(
+        thread: Thread = None,
+        cursor: Cursor = None,
+        batch_size: Annotated[int, Field(ge=1, le=128, description="Entries re-embedded per call.")] = 32,
+    ) -> Rebuilt:
+        """Operator: re-embed one page of a thread with the server's embedder; call again with next_cursor."""
+        with tool_errors(context.redaction):
+            memory = context.thread(thread)
+            rebuilt = await memory.rebuild_index(cursor, batch_size)
+            return Rebuilt(thread=memory.scope.thread_id, rebuilt=rebuilt.rebuilt, next_cursor=rebuilt.next_cursor)
+
+    return [
+        strict_tool(legal_hold, DESTRUCTIVE_IDEMPOTENT),
+        strict_tool(apply_retention, REPLACING),
+        strict_tool(export_memory, READ_ONLY),
+        strict_tool(rebuild_index, IDEMPOTENT),
+    ]
