@@ -23,16 +23,9 @@ from mcp import Client, MCPError
 from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
 from prism_memory import create_hash_embedder, create_postgres_memory_stores, grant_app_role
 from prism_memory.context import RECALL_HEADER, WORKING_HEADER, count_tokens
-from prism_memory.mcp_server import (
-    LIST_MAX_BYTES,
-    MAX_NEW_ENTRIES,
-    MemoryDirectory,
-    MemoryPage,
-    Recalled,
-    compact_schema,
-    create_mcp_server,
-    server_scope,
-)
+from prism_memory.mcp_server import MemoryDirectory, create_mcp_server, server_scope
+from prism_memory.mcp_server.models import MemoryPage, Recalled, compact_schema
+from prism_memory.mcp_server.tools import LIST_MAX_BYTES, MAX_NEW_ENTRIES
 from prism_memory.types import MemoryLimits
 
 from conftest import CITUS, TEST_CONFIG, TEST_DIMENSIONS

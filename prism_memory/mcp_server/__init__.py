@@ -15,121 +15,34 @@ SDK's generic "Error executing tool <name>" with the traceback in the server's l
 The modules, one job each: ``scopes`` (a caller's scope), ``directory`` (the memories and stores scopes reach),
 ``tokens`` (the token file and bearer tokens), ``models`` (the tools' argument and result models and schemas),
 ``failures`` (what a failed call answers), ``tools``, ``prompts`` (the resource and the prompt), ``server``
-(:func:`create_mcp_server`), ``stdio`` and ``http`` (the transports). The stdio transport's limits,
+(:func:`create_mcp_server`), ``stdio`` and ``http`` (the transports). This package exports what the CLI and
+hosts use; the tools' models and limits are in their modules. The stdio transport's limits,
 ``STDIO_LINE_LIMIT`` and ``STDIO_DRAIN_S``, are read from ``prism_memory.mcp_server.stdio`` at each use: set them
 there (they are not re-exported here, where setting them would change nothing).
 """
 
 from .directory import MemoryDirectory, open_stores
-from .failures import describe, prompt_error, protocol_errors, resource_error, tool_errors
 from .http import HttpEndpoint, serving_http
-from .models import (
-    ADDITIVE,
-    DESTRUCTIVE_IDEMPOTENT,
-    IDEMPOTENT,
-    READ_ONLY,
-    REPLACING,
-    Adjacent,
-    ConsentChoice,
-    ConsentState,
-    Cursor,
-    Entry,
-    EntryId,
-    EntryIds,
-    Exported,
-    Forgotten,
-    Held,
-    Hit,
-    MemoryPage,
-    NewEntry,
-    Rebuilt,
-    Recalled,
-    Remembered,
-    Swept,
-    Thread,
-    WorkingMemory,
-    compact_schema,
-    strict_tool,
-)
-from .prompts import WORKING_URI, context_text, prompt_flag, prompt_number
-from .scopes import DEFAULT_THREAD, SCOPE_ENVIRONMENT, ServerScope, server_scope
-from .server import INSTRUCTIONS, create_mcp_server
+from .scopes import SCOPE_ENVIRONMENT, ServerScope, server_scope
+from .server import create_mcp_server
 from .stdio import serve_stdio
-from .tokens import (
-    EMPTY_TOKEN_DIGEST,
-    BearerTokens,
-    ScopedAccessToken,
-    TokenBinding,
-    hash_token,
-    load_token_file,
-    new_token,
-    token_scope,
-    token_stanza,
-    toml_string,
-)
-from .tools import LIST_LIMIT, LIST_MAX_BYTES, MAX_NEW_ENTRIES, ToolContext, new_entry_id, working_document
+from .tokens import BearerTokens, TokenBinding, hash_token, load_token_file, new_token, token_scope, token_stanza
 
 __all__ = [
-    "ADDITIVE",
-    "DEFAULT_THREAD",
-    "DESTRUCTIVE_IDEMPOTENT",
-    "EMPTY_TOKEN_DIGEST",
-    "IDEMPOTENT",
-    "INSTRUCTIONS",
-    "LIST_LIMIT",
-    "LIST_MAX_BYTES",
-    "MAX_NEW_ENTRIES",
-    "READ_ONLY",
-    "REPLACING",
-    "SCOPE_ENVIRONMENT",
-    "WORKING_URI",
-    "Adjacent",
     "BearerTokens",
-    "ConsentChoice",
-    "ConsentState",
-    "Cursor",
-    "Entry",
-    "EntryId",
-    "EntryIds",
-    "Exported",
-    "Forgotten",
-    "Held",
-    "Hit",
     "HttpEndpoint",
     "MemoryDirectory",
-    "MemoryPage",
-    "NewEntry",
-    "Rebuilt",
-    "Recalled",
-    "Remembered",
-    "ScopedAccessToken",
+    "SCOPE_ENVIRONMENT",
     "ServerScope",
-    "Swept",
-    "Thread",
     "TokenBinding",
-    "ToolContext",
-    "WorkingMemory",
-    "compact_schema",
-    "context_text",
     "create_mcp_server",
-    "describe",
     "hash_token",
     "load_token_file",
-    "new_entry_id",
     "new_token",
     "open_stores",
-    "prompt_error",
-    "prompt_flag",
-    "prompt_number",
-    "protocol_errors",
-    "resource_error",
     "serve_stdio",
     "server_scope",
     "serving_http",
-    "strict_tool",
     "token_scope",
     "token_stanza",
-    "toml_string",
-    "tool_errors",
-    "working_document",
 ]
