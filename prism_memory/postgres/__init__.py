@@ -1,13 +1,8 @@
 """PostgreSQL/pgvector adapter: thin typed callers of the versioned SQL functions."""
 
+from .factories import PostgresMemoryStores, create_postgres_memory_stores, create_postgres_vector_store
 from .rag import PostgresRagStore, PostgresRagTransaction
-from .store import (
-    PostgresMemoryStores,
-    PostgresVectorStore,
-    PostgresWorkingStore,
-    create_postgres_memory_stores,
-    create_postgres_vector_store,
-)
+from .store import PostgresVectorStore, PostgresWorkingStore
 
 __all__ = [
     "PostgresMemoryStores",
