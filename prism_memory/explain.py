@@ -18,7 +18,8 @@ def explain_hits(
         similarity, recency, importance = scoring_weights(scoring)
         weights = {"similarity": similarity, "recency": recency, "importance": importance}
     return RecallExplanation(
-        [HitExplanation(hit.id, hit.similarity, hit.lexical, hit.recency, hit.importance, hit.score,
-                        None if weights is None else dict(weights)) for hit in hits],
+        [HitExplanation(id=hit.id, similarity=hit.similarity, lexical=hit.lexical, recency=hit.recency,
+                        importance=hit.importance, score=hit.score, weights=None if weights is None else dict(weights))
+         for hit in hits],
         {gate: int(removed.get(gate, 0)) for gate in GATES},
     )

@@ -24,6 +24,7 @@ from pathlib import Path
 
 __all__ = [
     "ALEMBIC_DIR",
+    "FILE_BLOCK",
     "FUNCTIONS_DIR",
     "MIGRATIONS_SQL_DIR",
     "SCHEMA_DIR",

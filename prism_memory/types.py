@@ -148,7 +148,7 @@ class EntryRecord:
     ttl: timedelta | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryRecord:
     """A stored entry as the lifecycle operations return it (no embedding).
 
@@ -233,7 +233,7 @@ class RecallScoringOptions:
     half_life_ms: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RecallHit:
     """A recall hit. Without scoring ``score = similarity + 0.25 * lexical`` (docs/api.md, "Recall score").
 
@@ -258,7 +258,7 @@ class RecallHit:
     recency: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AdjacentEntry:
     """An entry within ``message_range`` sequences of a hit, from the hit's own thread."""
 
@@ -271,7 +271,7 @@ class AdjacentEntry:
     resource_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class HitExplanation:
     """Why a hit ranks where it does: its score components and the normalised weights applied.
 
@@ -326,7 +326,7 @@ class RememberResult:
     done: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WorkingMemoryRecord:
     """A versioned working-memory document; ``version`` starts at 1 and grows by 1 per update."""
 
@@ -361,7 +361,7 @@ class RagChunk:
     access_version: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RagMatch:
     """A ``query`` or ``lexical_query`` result.
 
@@ -379,7 +379,7 @@ class RagMatch:
     access_version: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StoredChunk:
     """A chunk as ``get_by_source`` returns it, with its embedding (``list[float]``, as stored in float32)."""
 
@@ -465,19 +465,34 @@ def check_int_option(name: str, value: Any, minimum: int, maximum: int) -> int:
 
 __all__ = [
     "AdjacentEntry",
+    "CONSENT_SCOPES",
+    "CONSENT_SOURCES",
+    "ConsentChange",
     "EmbeddingModel",
+    "EntryRecord",
+    "ExportPage",
+    "HARD_CAPS",
+    "HitExplanation",
+    "MemoryConsent",
+    "MemoryEntry",
+    "MemoryLimits",
+    "MemoryLineage",
+    "MemoryRecord",
     "RagAccessConstraint",
     "RagChunk",
     "RagMatch",
-    "StoredChunk",
-    "EntryRecord",
-    "HARD_CAPS",
-    "MemoryEntry",
-    "MemoryLimits",
+    "RebuildResult",
+    "RecallExplanation",
     "RecallHit",
     "RecallResult",
+    "RecallScoringOptions",
     "RememberResult",
+    "ResourceErasure",
+    "RetentionPolicy",
+    "RetentionResult",
     "Scope",
+    "StoredChunk",
+    "TRAVELLING_SCOPES",
     "WorkingMemoryRecord",
     "check_int_option",
 ]

@@ -263,9 +263,9 @@ class EmulatorRagStore:
         )
         return [
             StoredChunk(
-                chunk.id, chunk.source_id, chunk.text, copy.deepcopy(chunk.metadata),
-                [float(value) for value in chunk.embedding], chunk.generation, chunk.access_version,
-                chunk.created_at, chunk.updated_at,
+                id=chunk.id, source_id=chunk.source_id, text=chunk.text, metadata=copy.deepcopy(chunk.metadata),
+                embedding=[float(value) for value in chunk.embedding], generation=chunk.generation,
+                access_version=chunk.access_version, created_at=chunk.created_at, updated_at=chunk.updated_at,
             )
             for chunk in chosen[:limit]
         ]
@@ -386,4 +386,5 @@ class _EmulatorRagTransaction(EmulatorRagStore):
 
 
 def _match(chunk: _Chunk, score: float) -> RagMatch:
-    return RagMatch(chunk.id, chunk.source_id, chunk.text, copy.deepcopy(chunk.metadata), score, chunk.generation, chunk.access_version)
+    return RagMatch(id=chunk.id, source_id=chunk.source_id, text=chunk.text, metadata=copy.deepcopy(chunk.metadata),
+                    score=score, generation=chunk.generation, access_version=chunk.access_version)

@@ -271,7 +271,8 @@ class RecallOperations(EmulatorState):
                     near[(where, other.id)] = (where, other)
         ordered = sorted(near.values(), key=lambda item: (item[1].sequence, item[1].id, item[0][2], item[0][1]))
         return [
-            AdjacentEntry(row.id, row.text, copy.deepcopy(row.metadata), row.sequence, row.importance, where[2], where[1])
+            AdjacentEntry(id=row.id, text=row.text, metadata=copy.deepcopy(row.metadata), sequence=row.sequence,
+                          importance=row.importance, thread_id=where[2], resource_id=where[1])
             for where, row in ordered
         ]
 
@@ -325,5 +326,7 @@ def _rerank(
 def _hit(ranked: _Ranked) -> RecallHit:
     """A hit as returned: the entry's columns (metadata deep-copied), its scores, its thread and resource."""
     candidate, row = ranked.candidate, ranked.candidate.row
-    return RecallHit(row.id, row.text, copy.deepcopy(row.metadata), row.sequence, ranked.score, candidate.similarity,
-                     candidate.lexical, ranked.importance, candidate.where[2], candidate.where[1], ranked.recency)
+    return RecallHit(id=row.id, text=row.text, metadata=copy.deepcopy(row.metadata), sequence=row.sequence,
+                     score=ranked.score, similarity=candidate.similarity, lexical=candidate.lexical,
+                     importance=ranked.importance, thread_id=candidate.where[2], resource_id=candidate.where[1],
+                     recency=ranked.recency)

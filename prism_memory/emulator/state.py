@@ -73,16 +73,9 @@ class EntryRow:
             )
         )
         record = MemoryRecord(
-            self.id,
-            self.text,
-            copy.deepcopy(self.metadata),
-            self.sequence,
-            self.importance,
-            consent,
-            self.legal_hold,
-            self.created_at,
-            self.updated_at,
-            thread_id,
+            id=self.id, text=self.text, metadata=copy.deepcopy(self.metadata), sequence=self.sequence,
+            importance=self.importance, consent=consent, legal_hold=self.legal_hold, created_at=self.created_at,
+            updated_at=self.updated_at, thread_id=thread_id,
         )
         return record, list(invalidated)
 

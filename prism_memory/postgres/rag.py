@@ -126,8 +126,9 @@ class PostgresRagStore:
             read=True,
         )
         return [
-            StoredChunk(chunk_id, source, text, metadata, _floats(embedding), chunk_generation,
-                        access_version, as_utc(created_at), as_utc(updated_at))
+            StoredChunk(id=chunk_id, source_id=source, text=text, metadata=metadata, embedding=_floats(embedding),
+                        generation=chunk_generation, access_version=access_version,
+                        created_at=as_utc(created_at), updated_at=as_utc(updated_at))
             for (chunk_id, source, text, metadata, embedding, chunk_generation, access_version, created_at,
                  updated_at) in rows
         ]
@@ -258,4 +259,5 @@ def _floats(embedding: Any) -> list[float]:
 
 def _match(row: Sequence[Any]) -> RagMatch:
     chunk_id, source_id, text, metadata, generation, access_version, score = row
-    return RagMatch(chunk_id, source_id, text, metadata, float(score), int(generation), access_version)
+    return RagMatch(id=chunk_id, source_id=source_id, text=text, metadata=metadata, score=float(score),
+                    generation=int(generation), access_version=access_version)

@@ -216,12 +216,14 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         for (kind, rank, resource_id, thread_id, entry_id, text, metadata, sequence, importance,
              similarity, lexical, recency, score) in rows:
             if kind == "hit":
-                hits.append(RecallHit(entry_id, text, metadata, sequence, score, similarity, lexical, importance,
-                                      thread_id, resource_id, recency))
+                hits.append(RecallHit(id=entry_id, text=text, metadata=metadata, sequence=sequence, score=score,
+                                      similarity=similarity, lexical=lexical, importance=importance,
+                                      thread_id=thread_id, resource_id=resource_id, recency=recency))
             elif kind == "gate":
                 removed[entry_id] = rank
             else:
-                adjacent.append(AdjacentEntry(entry_id, text, metadata, sequence, importance, thread_id, resource_id))
+                adjacent.append(AdjacentEntry(id=entry_id, text=text, metadata=metadata, sequence=sequence,
+                                              importance=importance, thread_id=thread_id, resource_id=resource_id))
         weighted = scoring is not None and (scoring.recency_weight is not None or scoring.importance_weight is not None)
         return RecallResult(hits, adjacent, explain_hits(hits, scoring if weighted else None, removed) if explain else None)
 
@@ -458,8 +460,8 @@ def _record(row: Sequence[Any], thread_id: str | None = None) -> tuple[MemoryRec
      legal_hold, created_at, updated_at, invalidated) = row
     consent = None if source is None else MemoryConsent(source, scope, visible, as_utc(granted_at), as_utc(revoked_at))
     record = MemoryRecord(
-        entry_id, text, metadata, sequence, importance, consent, legal_hold, as_utc(created_at), as_utc(updated_at),
-        thread_id,
+        id=entry_id, text=text, metadata=metadata, sequence=sequence, importance=importance, consent=consent,
+        legal_hold=legal_hold, created_at=as_utc(created_at), updated_at=as_utc(updated_at), thread_id=thread_id,
     )
     return record, list(invalidated or [])
 
@@ -470,7 +472,8 @@ class PostgresWorkingStore(_PostgresBase):
     def _record(self, scope: Scope, row: Any) -> WorkingMemoryRecord:
         data, version, created_at, updated_at = row
         return WorkingMemoryRecord(
-            scope.tenant_id, scope.resource_id, scope.thread_id, data, version, as_utc(created_at), as_utc(updated_at)
+            tenant_id=scope.tenant_id, resource_id=scope.resource_id, thread_id=scope.thread_id, data=data,
+            version=version, created_at=as_utc(created_at), updated_at=as_utc(updated_at),
         )
 
     async def get_working(self, scope: Scope) -> WorkingMemoryRecord | None:
