@@ -39,7 +39,7 @@ from .errors import ConfigurationError, EmbeddingModelMismatchError, ValidationE
 from .locomo import Conversation, detect_format, load_jsonl_entries, load_locomo
 from .memory import Memory, create_memory
 from .postgres import create_postgres_memory_stores
-from .schema import DEFAULT_SCHEMA, DEFAULT_TABLE, installed_revision
+from .schema_config import DEFAULT_SCHEMA, DEFAULT_TABLE, installed_revision
 from .stores import VectorStore, WorkingStore
 from .types import MemoryEntry, RecallResult, WorkingMemoryRecord
 
