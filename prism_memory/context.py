@@ -83,7 +83,8 @@ class MemoryContextProvider:
         self.recall = recall
         self.top_k = top_k
         self.max_tokens = check_int_option(
-            "max_tokens", memory.limits.injected_tokens if max_tokens is None else max_tokens, 1, HARD_CAPS["injected_tokens"]
+            "max_tokens", memory.config.limits.injected_tokens if max_tokens is None else max_tokens, 1,
+            HARD_CAPS["injected_tokens"],
         )
         self.require_consent = require_consent
         self.scoring = scoring
@@ -116,7 +117,7 @@ class MemoryContextProvider:
                 if tokens <= budget:
                     blocks.append(ContextBlock("working", text, tokens))
                     budget -= tokens
-        if self.recall and query is not None and query.strip() and self.memory.scope.thread_id is not None:
+        if self.recall and query is not None and query.strip() and self.memory.config.scope.thread_id is not None:
             result = await self.memory.recall(query, top_k=self.top_k, require_consent=self.require_consent,
                                               scoring=self.scoring, across_threads=self.across_threads)
             lines, ids, tokens = [RECALL_HEADER], [], 0

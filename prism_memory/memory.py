@@ -91,33 +91,11 @@ class Memory:
 
     @property
     def config(self) -> MemoryConfig:
-        """What :func:`create_memory` checked (or, for a :meth:`child`, derived); frozen."""
+        """What :func:`create_memory` checked (or, for a :meth:`child`, derived), frozen: ``config.scope`` (the
+        memory's tenant, resource and thread), ``config.embedder``, ``config.vector_store``,
+        ``config.working_store``, ``config.limits``, ``config.require_consent`` and the rest of
+        :class:`MemoryConfig`."""
         return self._config
-
-    @property
-    def scope(self) -> Scope:
-        """This memory's tenant, resource and (optional) thread."""
-        return self._config.scope
-
-    @property
-    def embedder(self) -> Embedder:
-        """The embedder of entries, queries, corrections and rebuilds."""
-        return self._config.embedder
-
-    @property
-    def vector_store(self) -> VectorStore:
-        """The store of entries (semantic memory)."""
-        return self._config.vector_store
-
-    @property
-    def working_store(self) -> WorkingStore:
-        """The store of working-memory documents."""
-        return self._config.working_store
-
-    @property
-    def limits(self) -> MemoryLimits:
-        """This memory's :class:`MemoryLimits`."""
-        return self._config.limits
 
     @property
     def failed_writes(self) -> int:
@@ -128,16 +106,11 @@ class Memory:
         """
         return self._writes.failed
 
-    @property
-    def require_consent(self) -> bool:
-        """Recall's default for ``require_consent``."""
-        return self._config.require_consent
-
     # -- working memory -------------------------------------------------
 
     async def get_working(self) -> WorkingMemoryRecord | None:
         """The scope's working-memory record (thread-scoped when the memory has a thread), or ``None``."""
-        record = await self.working_store.get_working(self.scope)
+        record = await self._config.working_store.get_working(self._config.scope)
         return None if record is None else dataclasses.replace(record, data=self._config.redaction.value(record.data))
 
     async def update_working(self, data: dict[str, Any], expected_version: int | None = None) -> WorkingMemoryRecord:
@@ -153,7 +126,7 @@ class Memory:
         checked = self._config.validator.check(self._config.redaction.value(data) if isinstance(data, dict) else data)
         if expected_version is not None:
             check_int_option("expected_version", expected_version, 0, 2**63 - 1)
-        return await self.working_store.update_working(self.scope, checked, expected_version)
+        return await self._config.working_store.update_working(self._config.scope, checked, expected_version)
 
     async def render_working(self) -> str:
         """The working memory rendered through ``working_memory_template`` (compact JSON without one; ``""`` when unset)."""
@@ -167,9 +140,9 @@ class Memory:
     # -- semantic memory ------------------------------------------------
 
     def _thread_scope(self) -> Scope:
-        if self.scope.thread_id is None:
+        if self._config.scope.thread_id is None:
             raise InvalidScopeError("this memory has no thread_id; semantic operations need one")
-        return self.scope
+        return self._config.scope
 
     def _redact_entry(self, entry: MemoryEntry, position: int) -> MemoryEntry:
         """``entry`` (the ``position``-th of its batch, from 1) with the memory's redaction applied."""
@@ -234,9 +207,10 @@ class Memory:
         """
         scope = self._thread_scope()
         items = [self._redact_entry(to_entry(entry, position), position) for position, entry in enumerate(entries, start=1)]
-        if len(items) > self.limits.remember_entries:
-            raise LimitExceededError(f"{len(items)} entries exceed limits.remember_entries={self.limits.remember_entries}")
-        metadata = [check_entry(item, position, self.limits.entry_bytes) for position, item in enumerate(items, start=1)]
+        limits = self._config.limits
+        if len(items) > limits.remember_entries:
+            raise LimitExceededError(f"{len(items)} entries exceed limits.remember_entries={limits.remember_entries}")
+        metadata = [check_entry(item, position, limits.entry_bytes) for position, item in enumerate(items, start=1)]
         check_unique_ids([item.id for item in items])
         check_expiry_range(items, self._config.now())
         items = [self._importance(item, position) for position, item in enumerate(items, start=1)]
@@ -303,14 +277,15 @@ class Memory:
         :class:`EmbeddingModelMismatchError` (docs/embedders.md, "The embedding-model guard").
         """
         scope = self._thread_scope()
-        top_k = check_int_option("top_k", self.limits.top_k if top_k is None else top_k, 1, HARD_CAPS["top_k"])
+        limits = self._config.limits
+        top_k = check_int_option("top_k", limits.top_k if top_k is None else top_k, 1, HARD_CAPS["top_k"])
         message_range = check_int_option(
             "message_range",
-            self.limits.message_range if message_range is None else message_range,
+            limits.message_range if message_range is None else message_range,
             0,
             HARD_CAPS["message_range"],
         )
-        require_consent = self.require_consent if require_consent is None else require_consent
+        require_consent = self._config.require_consent if require_consent is None else require_consent
         if not isinstance(require_consent, bool):
             raise LimitExceededError(f"require_consent must be a bool, got {require_consent!r}")
         scoring = check_scoring(scoring)
@@ -320,15 +295,15 @@ class Memory:
         if not isinstance(query, str) or not query.strip():
             raise InvalidQueryError("the recall query must be a non-blank string")
         size = len(text_bytes(query, "the recall query", InvalidQueryError))
-        if size > self.limits.query_bytes:
-            raise PayloadTooLargeError(f"the recall query is {size} bytes, over limits.query_bytes={self.limits.query_bytes}")
+        if size > limits.query_bytes:
+            raise PayloadTooLargeError(f"the recall query is {size} bytes, over limits.query_bytes={limits.query_bytes}")
         redaction = self._config.redaction
         query = redaction.text(query) if redaction.active else query
         await self._writes.settle("recall")
-        vector = await embed_query(self.embedder, query)
+        vector = await embed_query(self._config.embedder, query)
         if share_from_parent_thread_id is not None:
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
-        result = await self.vector_store.recall(
+        result = await self._config.vector_store.recall(
             scope, vector, query, top_k, message_range, require_consent, share_from_parent_thread_id,
             now=self._config.now(), scoring=scoring, explain=explain, across_threads=across_threads,
             model=self._config.model,
@@ -389,7 +364,7 @@ class Memory:
         ``/agent:`` segment (only :meth:`child` makes such ids).
         """
         check_reserved_segment("thread_id", thread_id)
-        scope = check_scope(Scope(self.scope.tenant_id, self.scope.resource_id, thread_id), thread_required=True)
+        scope = check_scope(Scope(self._config.scope.tenant_id, self._config.scope.resource_id, thread_id), thread_required=True)
         return Memory(dataclasses.replace(self._config, scope=scope))
 
     def child(self, agent_id: str) -> Memory:
@@ -399,9 +374,9 @@ class Memory:
         ``"<resource_id>/agent:<agent_id>"``, thread ``"<thread_id>/agent:<agent_id>"``
         (:func:`derive_child_scope`); stores, embedder, limits, redaction and
         hooks are this memory's. The child reads none of this memory's thread
-        until this memory shares entries with it: ``share_with(child.scope.thread_id,
-        ids, child_resource_id=child.scope.resource_id)``, then the child's
-        ``recall(..., share_from_parent_thread_id=self.scope.thread_id)``.
+        until this memory shares entries with it: ``share_with(child.config.scope.thread_id,
+        ids, child_resource_id=child.config.scope.resource_id)``, then the child's
+        ``recall(..., share_from_parent_thread_id=self.config.scope.thread_id)``.
         ``agent_id``: 1-64 ASCII letters, digits, ``_``, ``.``, ``-``
         (:class:`InvalidScopeError` otherwise, or when this memory has no thread).
         """
@@ -425,12 +400,12 @@ class Memory:
         expired or revoked grants see nothing.
         """
         scope = self._thread_scope()
-        child_resource_id = self.scope.resource_id if child_resource_id is None else child_resource_id
-        check_scope(Scope(self.scope.tenant_id, child_resource_id, child_thread_id), thread_required=True)
+        child_resource_id = self._config.scope.resource_id if child_resource_id is None else child_resource_id
+        check_scope(Scope(self._config.scope.tenant_id, child_resource_id, child_thread_id), thread_required=True)
         ids = check_shared_ids(source_ids)
         check_aware(expires_at, "expires_at")
         await self._writes.settle("share_with")
-        return await self.vector_store.share_with(
+        return await self._config.vector_store.share_with(
             scope, child_resource_id, child_thread_id, ids, expires_at, now=self._config.now()
         )
 
@@ -480,7 +455,7 @@ class Memory:
         thread = self._thread_scope()
         entry_id = self._entry_id(entry_id)
         item = self._redact_entry(MemoryEntry(entry_id, text), 1)
-        check_entry(item, 1, self.limits.entry_bytes)
+        check_entry(item, 1, self._config.limits.entry_bytes)
         await self._writes.settle("correct")
         return await lifecycle.correct(self._config, thread, entry_id, item.text)
 
@@ -578,11 +553,11 @@ class Memory:
             identity = Scope(identity.get("tenant_id"), identity.get("resource_id"), identity.get("thread_id"))
         if not isinstance(identity, Scope):
             raise IdentityMismatchError("identity must be a Scope or a mapping of tenant_id, resource_id, thread_id")
-        if resource_wide and identity != Scope(self.scope.tenant_id, self.scope.resource_id):
+        if resource_wide and identity != Scope(self._config.scope.tenant_id, self._config.scope.resource_id):
             raise IdentityMismatchError(
                 "the identity is not exactly this memory's tenant and resource (without a thread: the request is "
                 "for the whole resource)")
-        if not resource_wide and identity != self.scope:
+        if not resource_wide and identity != self._config.scope:
             raise IdentityMismatchError("the export identity is not exactly this memory's tenant, resource and thread")
 
     async def set_retention_policy(self, max_age_days: float | None, *, resource_wide: bool = False) -> None:
@@ -603,14 +578,14 @@ class Memory:
             isinstance(max_age_days, bool) or not isinstance(max_age_days, (int, float)) or not 0 <= max_age_days <= 36500
         ):
             raise LimitExceededError(f"max_age_days must be a number from 0 to 36500, got {max_age_days!r}")
-        scope = Scope(self.scope.tenant_id, self.scope.resource_id) if resource_wide else self._thread_scope()
-        await self.vector_store.set_retention_policy(
+        scope = Scope(self._config.scope.tenant_id, self._config.scope.resource_id) if resource_wide else self._thread_scope()
+        await self._config.vector_store.set_retention_policy(
             scope, None if max_age_days is None else float(max_age_days), now=self._config.now())
 
     async def retention_policy(self) -> RetentionPolicy:
         """The stored retention policies that cover this memory's entries: ``RetentionPolicy(resource_max_age_days,
         thread_max_age_days)`` (``None`` where none is stored; the thread's is ``None`` without a thread)."""
-        return await self.vector_store.get_retention_policy(self.scope)
+        return await self._config.vector_store.get_retention_policy(self._config.scope)
 
     # -- the whole resource ---------------------------------------------
 
@@ -619,7 +594,7 @@ class Memory:
         held and expired ones not yet swept included). Another resource, a delegated agent's derived one
         included, is never counted. Waits for this memory's pending writes first."""
         await self._writes.settle("count_resource")
-        return await self.vector_store.count_by_resource(self.scope)
+        return await self._config.vector_store.count_by_resource(self._config.scope)
 
     async def export_resource(
         self,
@@ -715,9 +690,9 @@ class Memory:
     async def close(self) -> None:
         """Finish pending writes (errors are logged, not raised) and close both stores."""
         await self._writes.close()
-        await self.vector_store.close()
-        if self.working_store is not self.vector_store:
-            await self.working_store.close()
+        await self._config.vector_store.close()
+        if self._config.working_store is not self._config.vector_store:
+            await self._config.working_store.close()
 
 
 def check_reserved_segment(name: str, value: object) -> None:
