@@ -32,7 +32,6 @@ from .checks import (
 from .config import InvalidationHook, MemoryConfig, utc_now
 from .context import Extractor, MemoryContextProvider, WorkingMemoryProcessor
 from .embedding import Embedder, embed_query, embedding_model
-from .emulator import create_memory_vector_store, create_memory_working_store
 from .errors import (
     ConfigurationError,
     IdentityMismatchError,
@@ -46,7 +45,7 @@ from .export import EXPORT_LIMITS, REBUILD_LIMITS, decode_cursor, decode_resourc
 from .jsoncodec import json_document, text_bytes
 from .lifecycle import DELETE_BATCH
 from .redaction import Redaction, Redactor
-from .stores import VectorStore, WorkingStore
+from .stores import VectorStore, WorkingStore, default_stores
 from .types import (
     HARD_CAPS,
     ConsentChange,
@@ -788,12 +787,13 @@ def create_memory(
         raise ConfigurationError("importance_from must be callable")
     limits = limits or MemoryLimits()
     validator = WorkingMemoryValidator(schema, validate_working_memory, limits.working_memory_bytes)
+    vector_store, working_store = default_stores(vector_store, working_store)
     return Memory(
         MemoryConfig(
             scope=scope,
             embedder=embedder,
-            vector_store=vector_store if vector_store is not None else create_memory_vector_store(),
-            working_store=working_store if working_store is not None else create_memory_working_store(),
+            vector_store=vector_store,
+            working_store=working_store,
             validator=validator,
             template=working_memory_template,
             limits=limits,
