@@ -39,7 +39,7 @@ def register(commands: Commands) -> None:
     server.add("stop", cmd_server, "stop the embedded server (its data is kept)")
 
 
-def schema_config(args: argparse.Namespace) -> SchemaConfig:
+def install_config(args: argparse.Namespace) -> SchemaConfig:
     """The install ``--schema``, ``--table`` and ``--dimensions`` name, without building the embedder: the width is
     ``--dimensions`` or the hash embedder's, the schema ``--schema`` or :func:`default_schema` of that width."""
     width = args.dimensions or DEFAULT_DIMENSIONS
@@ -74,7 +74,7 @@ async def cmd_role(args: argparse.Namespace, out: Console, status: Console) -> N
     if args.backend == "memory":
         raise UsageError("roles are database roles: use the postgres backend")
     dsn = await asyncio.to_thread(resolve_dsn, args, status)
-    config = schema_config(args)
+    config = install_config(args)
     if args.action == "grant":
         await asyncio.to_thread(grant_app_role, dsn, args.role, config, args.bind_tenant)
     elif args.action == "revoke":
@@ -94,7 +94,7 @@ async def cmd_distribute(args: argparse.Namespace, out: Console, status: Console
         raise UsageError("distribute needs a Citus coordinator: use the postgres backend with --dsn")
     if not args.dsn:
         raise UsageError("distribute needs --dsn, the URL of a Citus coordinator with its workers added")
-    config = schema_config(args)
+    config = install_config(args)
     done = await asyncio.to_thread(distribute, args.dsn, config, shard_count=args.shard_count)
     tables = ", ".join(done.tables_distributed) if done.tables_distributed else "none (all were)"
     planned = ("from cached plans (this Citus reuses its local plans)" if done.plan_cache_mode == "auto"
