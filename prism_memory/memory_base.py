@@ -26,17 +26,16 @@ class MemoryBase:
     """
 
     def __init__(self, config: MemoryConfig) -> None:
-        """A memory over ``config``, which :func:`create_memory` built and checked (or :meth:`child` derived);
-        a hand-built :class:`MemoryConfig` is not checked again."""
+        """A memory over ``config``, which :func:`~prism_memory.memory.create_memory` built and checked (or
+        :meth:`Memory.child` derived); a hand-built :class:`MemoryConfig` is not checked again."""
         self._config = config
         self._writes = WriteQueue()
 
     @property
     def config(self) -> MemoryConfig:
-        """What :func:`create_memory` checked (or, for a :meth:`child`, derived), frozen: ``config.scope`` (the
-        memory's tenant, resource and thread), ``config.embedder``, ``config.vector_store``,
-        ``config.working_store``, ``config.limits``, ``config.require_consent`` and the rest of
-        :class:`MemoryConfig`."""
+        """What :func:`~prism_memory.memory.create_memory` checked (or, for a :meth:`Memory.child`, derived), frozen:
+        ``config.scope`` (the memory's tenant, resource and thread), ``config.embedder``, ``config.vector_store``,
+        ``config.working_store``, ``config.limits``, ``config.require_consent`` and the rest of :class:`MemoryConfig`."""
         return self._config
 
     @property

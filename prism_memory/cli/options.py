@@ -98,7 +98,8 @@ def describe_embedder(embedder: Embedder) -> str:
     """Which model embeds: its model id (what the thread records), width and kind."""
     model = embedding_model(embedder)
     name = model.model_id if model else type(embedder).__name__
-    kind = {"HashEmbedder": "the hash embedder, for tests and demos", "SentenceTransformerEmbedder": "sentence-transformers, local",
+    kind = {"HashEmbedder": "the hash embedder, for tests and demos",
+            "SentenceTransformerEmbedder": "sentence-transformers, local",
             "OpenAIEmbedder": "OpenAI-compatible HTTP"}.get(type(embedder).__name__, type(embedder).__name__)
     return f"{name} ({embedder.dimensions} dimensions, {kind})"
 
