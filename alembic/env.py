@@ -7,7 +7,8 @@ schema, and an advisory lock serialises concurrent migrators of one database.
 
 from alembic import context
 from prism_memory import citus
-from prism_memory.schema import SchemaConfig, installed_revision, quote_identifier, sqlalchemy_url
+from prism_memory.schema import sqlalchemy_url
+from prism_memory.schema_config import SchemaConfig, installed_revision, quote_identifier
 from sqlalchemy import create_engine, pool, text
 
 config = context.config

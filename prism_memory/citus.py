@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from .errors import ConfigurationError, SchemaVersionError
 from .operations import API_FUNCTIONS
+from .schema_config import SCHEMA_VERSION, SchemaConfig, installed_revision
 
 #: The tables distributed by tenant_id (``SchemaConfig.names`` keys), the entries table first: the
 #: others are colocated with it.
@@ -92,7 +93,7 @@ def has_citus(conn) -> bool:
     return conn.execute(HAS_CITUS_SQL).fetchone()[0]
 
 
-def is_distributed(conn, config) -> bool:
+def is_distributed(conn, config: SchemaConfig) -> bool:
     """Whether ``config``'s entries table is a Citus distributed table here (False without citus)."""
     if not has_citus(conn):
         return False
@@ -160,7 +161,7 @@ def plan_cache_mode(conn, entries_table: str) -> str:
     return "auto" if caches_local_plans(conn, entries_table) else "force_custom_plan"
 
 
-def distribute(dsn: str, config=None, *, shard_count: int | None = None) -> Distribution:
+def distribute(dsn: str, config: SchemaConfig | None = None, *, shard_count: int | None = None) -> Distribution:
     """Distribute the install at ``dsn`` (a Citus coordinator) by tenant, and delegate its API (blocking).
 
     Run it as the schema owner, after :func:`prism_memory.schema.migrate`,
@@ -176,82 +177,105 @@ def distribute(dsn: str, config=None, *, shard_count: int | None = None) -> Dist
     is distributed again as that revision has it).
     """
     import psycopg
-    from psycopg import sql
-
-    from .schema import SCHEMA_VERSION, SchemaConfig, installed_revision
 
     config = config or SchemaConfig()
-    names = config.names
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            if not has_citus(conn):
-                raise ConfigurationError(
-                    "this database has no citus extension: distribute() needs a Citus coordinator "
-                    "(create extension citus, then add the workers)")
-            if conn.execute("select pg_catalog.to_regclass(%s) is null", (names["entries"],)).fetchone()[0]:
-                raise SchemaVersionError(f"schema {config.schema!r} holds no install here: migrate it first")
-            version = installed_revision(conn, config.schema)
-            if version is None or not FIRST_REVISION <= int(version) <= SCHEMA_VERSION:
-                raise SchemaVersionError(
-                    f"schema {config.schema!r} is at revision {version}; distribute() takes revisions "
-                    f"{FIRST_REVISION:04d} to {SCHEMA_VERSION:04d}: migrate it first")
-            if conn.execute(sql.SQL("select exists (select 1 from {})").format(sql.SQL(names["tenant_binding"]))).fetchone()[0]:
-                raise ConfigurationError(
-                    "this install has tenant-bound roles; bindings are kept by role OID, which differs from node to node, "
-                    "so they cannot be distributed (revoke them with grant_app_role/revoke_app_role first)")
-            done = {row[0] for row in conn.execute("select logicalrelid::text from pg_catalog.pg_dist_partition")}
-            distributed: list[str] = []
-            for key in REFERENCE_TABLES:
-                if _regclass_text(conn, names[key]) not in done:
-                    conn.execute("select create_reference_table(%s)", (names[key],))
-                    distributed.append(names[key])
-            for key in DISTRIBUTED_TABLES:
-                table = _regclass_text(conn, names[key])
-                if table in done or (table is None and int(version) < SCHEMA_VERSION):  # a table a later revision adds
-                    continue
-                conn.execute(
-                    "select create_distributed_table(%s, 'tenant_id', colocate_with => %s, shard_count => %s)",
-                    (names[key], "default" if key == "entries" else names["entries"], shard_count),
-                )
-                distributed.append(names[key])
-            delegated = propagated = 0
-            mode = plan_cache_mode(conn, names["entries"])
-            api = {name for name, _ in API_FUNCTIONS} - UNDELEGATED_FUNCTIONS
-            # SQL-language bodies last: a worker checks such a body when the function arrives, so what it
-            # calls must be there first (remember_v1, kept since revision 0001, calls remember_v2, new in 0012).
-            functions = conn.execute(
-                "select p.oid::regprocedure::text, p.proname from pg_catalog.pg_proc p "
-                "where p.pronamespace = pg_catalog.to_regnamespace(%s) "
-                "order by p.prolang = (select l.oid from pg_catalog.pg_language l where l.lanname = 'sql'), p.oid",
-                (names["schema"],),
-            ).fetchall()
-            for signature, name in functions:
-                if name in api:
-                    conn.execute(
-                        "select create_distributed_function(%s, '$1', colocate_with => %s, force_delegation => true)",
-                        (signature, names["entries"]),
-                    )
-                    # auto where Citus reuses its local plans; else every statement planned for its parameters,
-                    # since Citus re-plans a cached generic plan's single-shard statement on every execution
-                    # and keeps each of those plans until the session ends (about 27 kB a statement: a
-                    # worker's connection grew by 1.3 GB in 16 s of update_working calls). Either replaces a
-                    # function's own setting (recall_v3's force_generic_plan: Citus cannot route a generic
-                    # plan of a statement that joins tables). Citus propagates the setting to every node.
-                    conn.execute(sql.SQL("alter function {} set plan_cache_mode = {}").format(
-                        sql.SQL(signature), sql.SQL(mode)))
-                    delegated += 1
-                else:
-                    conn.execute("select create_distributed_function(%s)", (signature,))
-                    propagated += 1
-            # create_distributed_function re-creates a function on the workers with the default ACL
-            # (EXECUTE for PUBLIC) and then adds the coordinator's grants: take PUBLIC's away again, on
-            # every node (Citus propagates the revoke), as the revisions do.
-            schema = sql.Identifier(config.schema)
-            conn.execute(sql.SQL("revoke execute on all functions in schema {} from public").format(schema))
-            conn.execute(sql.SQL("grant execute on function {}.install_info_v1() to public").format(schema))
+            version = _distributable_revision(conn, config)
+            distributed = _distribute_tables(conn, config.names, version, shard_count)
+            mode = plan_cache_mode(conn, config.names["entries"])
+            delegated, propagated = _distribute_functions(conn, config, mode)
     except psycopg.Error as error:
         raise ConfigurationError(f"Citus refused to distribute the install: {error}") from error
     return Distribution(tuple(distributed), delegated, propagated, mode)
+
+
+def _distributable_revision(conn, config: SchemaConfig) -> int:
+    """The revision of ``config``'s install over ``conn``, once it is known that :func:`distribute` may take it;
+    raises its :class:`ConfigurationError` or :class:`SchemaVersionError` otherwise."""
+    from psycopg import sql
+
+    names = config.names
+    if not has_citus(conn):
+        raise ConfigurationError(
+            "this database has no citus extension: distribute() needs a Citus coordinator "
+            "(create extension citus, then add the workers)")
+    if conn.execute("select pg_catalog.to_regclass(%s) is null", (names["entries"],)).fetchone()[0]:
+        raise SchemaVersionError(f"schema {config.schema!r} holds no install here: migrate it first")
+    version = installed_revision(conn, config.schema)
+    if version is None or not FIRST_REVISION <= int(version) <= SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"schema {config.schema!r} is at revision {version}; distribute() takes revisions "
+            f"{FIRST_REVISION:04d} to {SCHEMA_VERSION:04d}: migrate it first")
+    if conn.execute(sql.SQL("select exists (select 1 from {})").format(sql.SQL(names["tenant_binding"]))).fetchone()[0]:
+        raise ConfigurationError(
+            "this install has tenant-bound roles; bindings are kept by role OID, which differs from node to node, "
+            "so they cannot be distributed (revoke them with grant_app_role/revoke_app_role first)")
+    return int(version)
+
+
+def _distribute_tables(conn, names: dict[str, str], version: int, shard_count: int | None) -> list[str]:
+    """Make the reference tables and distribute the tenant tables not yet distributed (an install at ``version``
+    lacks the tables later revisions add); returns the names of those it distributed now."""
+    done = {row[0] for row in conn.execute("select logicalrelid::text from pg_catalog.pg_dist_partition")}
+    distributed: list[str] = []
+    for key in REFERENCE_TABLES:
+        if _regclass_text(conn, names[key]) not in done:
+            conn.execute("select create_reference_table(%s)", (names[key],))
+            distributed.append(names[key])
+    for key in DISTRIBUTED_TABLES:
+        table = _regclass_text(conn, names[key])
+        if table in done or (table is None and version < SCHEMA_VERSION):  # a table a later revision adds
+            continue
+        conn.execute(
+            "select create_distributed_table(%s, 'tenant_id', colocate_with => %s, shard_count => %s)",
+            (names[key], "default" if key == "entries" else names["entries"], shard_count),
+        )
+        distributed.append(names[key])
+    return distributed
+
+
+def _distribute_functions(conn, config: SchemaConfig, mode: str) -> tuple[int, int]:
+    """Send every function of the schema to every node, each API function delegated by its tenant and set to
+    plan_cache_mode ``mode``; returns how many were delegated and how many only propagated."""
+    from psycopg import sql
+
+    names = config.names
+    delegated = propagated = 0
+    api = {name for name, _ in API_FUNCTIONS} - UNDELEGATED_FUNCTIONS
+    # SQL-language bodies last: a worker checks such a body when the function arrives, so what it
+    # calls must be there first (remember_v1, kept since revision 0001, calls remember_v2, new in 0012).
+    functions = conn.execute(
+        "select p.oid::regprocedure::text, p.proname from pg_catalog.pg_proc p "
+        "where p.pronamespace = pg_catalog.to_regnamespace(%s) "
+        "order by p.prolang = (select l.oid from pg_catalog.pg_language l where l.lanname = 'sql'), p.oid",
+        (names["schema"],),
+    ).fetchall()
+    for signature, name in functions:
+        if name in api:
+            conn.execute(
+                "select create_distributed_function(%s, '$1', colocate_with => %s, force_delegation => true)",
+                (signature, names["entries"]),
+            )
+            # auto where Citus reuses its local plans; else every statement planned for its parameters,
+            # since Citus re-plans a cached generic plan's single-shard statement on every execution
+            # and keeps each of those plans until the session ends (about 27 kB a statement: a
+            # worker's connection grew by 1.3 GB in 16 s of update_working calls). Either replaces a
+            # function's own setting (recall_v3's force_generic_plan: Citus cannot route a generic
+            # plan of a statement that joins tables). Citus propagates the setting to every node.
+            conn.execute(sql.SQL("alter function {} set plan_cache_mode = {}").format(
+                sql.SQL(signature), sql.SQL(mode)))
+            delegated += 1
+        else:
+            conn.execute("select create_distributed_function(%s)", (signature,))
+            propagated += 1
+    # create_distributed_function re-creates a function on the workers with the default ACL
+    # (EXECUTE for PUBLIC) and then adds the coordinator's grants: take PUBLIC's away again, on
+    # every node (Citus propagates the revoke), as the revisions do.
+    schema = sql.Identifier(config.schema)
+    conn.execute(sql.SQL("revoke execute on all functions in schema {} from public").format(schema))
+    conn.execute(sql.SQL("grant execute on function {}.install_info_v1() to public").format(schema))
+    return delegated, propagated
 
 
 def _regclass_text(conn, name: str) -> str:

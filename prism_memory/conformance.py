@@ -140,7 +140,7 @@ async def check_lineage_and_forget(check: _Check) -> None:
     _expect(await memory.forget(["home"]) == 1, "forget must delete the entry and return 1")
     hits = (await memory.recall("Ada Lisbon", top_k=8)).hits
     _expect(hits == [], f"a fact derived from a forgotten entry must not be recalled, got {[h.id for h in hits]}")
-    page = await memory.export_memory(memory.scope)
+    page = await memory.export_memory(memory.config.scope)
     _expect(page.entries == [], "export must not contain forgotten entries")
 
 
@@ -160,7 +160,7 @@ async def check_bad_input(check: _Check) -> None:
     await _raises(InvalidEntryError, memory.remember([{"id": "x", "text": "   "}], wait=True))
     await _raises(InvalidEntryError, memory.remember([{"id": "y", "text": "fine"}, {"id": "y", "text": "twice"}], wait=True))
     await _raises(InvalidScopeError, (await check.memory(thread_id=None)).recall("anything"))
-    width = memory.embedder.dimensions
+    width = memory.config.embedder.dimensions
 
     class Broken:
         dimensions = width
@@ -186,7 +186,7 @@ async def check_bad_input(check: _Check) -> None:
 async def check_embedding_model_guard(check: _Check) -> None:
     memory = await check.memory(thread_id="models")
     await memory.remember([{"id": "m1", "text": "walks the dog"}, {"id": "m2", "text": "files the taxes"}], wait=True)
-    base = memory.embedder
+    base = memory.config.embedder
 
     class Other:
         """Another model of the same width: the factory embedder's vectors reversed, under another model id."""

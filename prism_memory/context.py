@@ -1,5 +1,5 @@
-"""Context injection and the host-invoked working-memory processor (seed: "Outputs / response / events":
-``createContextProvider()``, ``createWorkingMemoryProcessor({ extract })``).
+"""Context injection and the host-invoked working-memory processor: what
+:meth:`Memory.create_context_provider` and :meth:`Memory.create_working_memory_processor` return.
 
 A context block is inert data: a kind, a text and its token count, never
 instructions, tools or permissions. Each stored value is rendered as a JSON
@@ -18,13 +18,11 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
+from .config import MemoryConfig
 from .errors import ConfigurationError, InvalidQueryError
-from .types import HARD_CAPS, RecallScoringOptions, WorkingMemoryRecord, check_int_option
-
-if TYPE_CHECKING:
-    from .memory import Memory
+from .types import HARD_CAPS, RecallResult, RecallScoringOptions, WorkingMemoryRecord, check_int_option
 
 _WORD = re.compile(r"\w+|[^\w\s]")
 
@@ -50,6 +48,25 @@ def count_tokens(text: str) -> int:
     return sum(math.ceil(len(piece) / 4) if piece[0].isalnum() or piece[0] == "_" else 1 for piece in _WORD.findall(text))
 
 
+class ContextMemory(Protocol):
+    """What a context provider and a working-memory processor use of a memory: its config (the limits and the
+    scope), its working memory and its recall. :class:`~prism_memory.memory.Memory` is one."""
+
+    @property
+    def config(self) -> MemoryConfig: ...
+
+    async def get_working(self) -> WorkingMemoryRecord | None: ...
+
+    async def update_working(self, data: dict[str, Any], expected_version: int | None = None) -> WorkingMemoryRecord: ...
+
+    async def render_working(self) -> str: ...
+
+    async def recall(
+        self, query: str, top_k: int | None = None, *, require_consent: bool | None = None,
+        scoring: RecallScoringOptions | None = None, across_threads: bool = False,
+    ) -> RecallResult: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ContextBlock:
     """One inert block for a prompt. ``kind``: ``"working"`` or ``"recall"``; ``text`` starts with a header
@@ -67,7 +84,7 @@ class MemoryContextProvider:
 
     def __init__(
         self,
-        memory: Memory,
+        memory: ContextMemory,
         *,
         working: bool,
         recall: bool,
@@ -83,7 +100,8 @@ class MemoryContextProvider:
         self.recall = recall
         self.top_k = top_k
         self.max_tokens = check_int_option(
-            "max_tokens", memory.limits.injected_tokens if max_tokens is None else max_tokens, 1, HARD_CAPS["injected_tokens"]
+            "max_tokens", memory.config.limits.injected_tokens if max_tokens is None else max_tokens, 1,
+            HARD_CAPS["injected_tokens"],
         )
         self.require_consent = require_consent
         self.scoring = scoring
@@ -116,7 +134,7 @@ class MemoryContextProvider:
                 if tokens <= budget:
                     blocks.append(ContextBlock("working", text, tokens))
                     budget -= tokens
-        if self.recall and query is not None and query.strip() and self.memory.scope.thread_id is not None:
+        if self.recall and query is not None and query.strip() and self.memory.config.scope.thread_id is not None:
             result = await self.memory.recall(query, top_k=self.top_k, require_consent=self.require_consent,
                                               scoring=self.scoring, across_threads=self.across_threads)
             lines, ids, tokens = [RECALL_HEADER], [], 0
@@ -148,7 +166,7 @@ class WorkingMemoryProcessor:
     for the new document and stores it like :meth:`Memory.update_working` (schema-checked, versioned).
     It never runs on its own."""
 
-    def __init__(self, memory: Memory, extract: Extractor) -> None:
+    def __init__(self, memory: ContextMemory, extract: Extractor) -> None:
         if not callable(extract):
             raise ConfigurationError("extract must be callable: (current working memory, messages) -> new document or None")
         self.memory = memory

@@ -1,6 +1,6 @@
-"""Export paging (seed: ``exportMemory``, ``rebuildIndex``): the page caps, the cursor codecs (one thread's, which
-export and rebuild share, and a resource's, which ``export_resource`` and ``forget_resource`` share), the export
-JSON of a record, and how an export page is cut to its byte cap."""
+"""Export paging (``export_memory``, ``export_resource``, ``rebuild_index``): the page caps and their check, the
+cursor codecs (one thread's, which export and rebuild share, and a resource's, which ``export_resource`` and
+``forget_resource`` share), the export JSON of a record, and how an export page is cut to its byte cap."""
 
 from __future__ import annotations
 
@@ -12,12 +12,20 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .errors import InvalidCursorError
-from .types import ExportPage, MemoryRecord
+from .types import ExportPage, MemoryRecord, check_int_option
 
-#: Export page: default and hard cap of entries, bytes and milliseconds (seed).
+#: Export page: default and hard cap of entries, bytes and milliseconds.
 EXPORT_LIMITS = {"limit": (100, 200), "max_bytes": (4 * 1024 * 1024, 32 * 1024 * 1024), "max_ms": (10_000, 60_000)}
-#: Rebuild page: default and hard cap of entries and milliseconds (seed).
+#: Rebuild page: default and hard cap of entries and milliseconds.
 REBUILD_LIMITS = {"batch_size": (32, 128), "max_ms": (10_000, 60_000)}
+
+
+def check_export_caps(limit: int, max_bytes: int, max_ms: int) -> None:
+    """An export page's caps: ``limit`` records, ``max_bytes`` bytes of JSON and ``max_ms`` milliseconds, each from
+    1 to its hard cap in :data:`EXPORT_LIMITS`, else :class:`LimitExceededError`."""
+    check_int_option("limit", limit, 1, EXPORT_LIMITS["limit"][1])
+    check_int_option("max_bytes", max_bytes, 1, EXPORT_LIMITS["max_bytes"][1])
+    check_int_option("max_ms", max_ms, 1, EXPORT_LIMITS["max_ms"][1])
 
 
 def encode_cursor(sequence: int, entry_id: str) -> str:
@@ -117,7 +125,7 @@ def export_page(
     none after it. Raises what ``redact`` raises. ``next_cursor``
     (``cursor(record)``, a thread's cursor by default) points after the last
     record taken; it is ``None`` when the read came back short of ``limit``
-    and every record fit (seed: "a stable sequence cursor page").
+    and every record fit.
     """
     page: list[MemoryRecord] = []
     total = 0

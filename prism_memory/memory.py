@@ -1,4 +1,11 @@
-"""The public facade: :func:`create_memory` and :class:`Memory` (seed: "createMemory(options)")."""
+"""The public facade: :func:`create_memory` and :class:`Memory`, the working memory and semantic recall of one
+tenant / resource / thread scope.
+
+:class:`Memory` is assembled from groups of calls: this module holds working memory, remember, recall,
+context injection, delegation and share grants, and the index rebuild; :mod:`prism_memory.consent`,
+:mod:`prism_memory.resource` and :mod:`prism_memory.retention` the others, on the state and scope checks
+of :class:`~prism_memory.memory_base.MemoryBase`.
+"""
 
 from __future__ import annotations
 
@@ -14,12 +21,9 @@ from . import lifecycle
 from .checks import (
     AGENT_ID,
     AGENT_SEGMENT,
-    MAX_ENTRY_ID_BYTES,
     check_aware,
-    check_consent_change,
     check_entry,
     check_expiry_range,
-    check_id,
     check_model,
     check_scope,
     check_scope_id,
@@ -30,47 +34,39 @@ from .checks import (
     to_entry,
 )
 from .config import InvalidationHook, MemoryConfig, utc_now
+from .consent import ConsentOperations
 from .context import Extractor, MemoryContextProvider, WorkingMemoryProcessor
 from .embedding import Embedder, embed_query, embedding_model
-from .emulator import create_memory_vector_store, create_memory_working_store
 from .errors import (
     ConfigurationError,
-    IdentityMismatchError,
     InvalidEntryError,
     InvalidQueryError,
     InvalidScopeError,
     LimitExceededError,
     PayloadTooLargeError,
 )
-from .export import EXPORT_LIMITS, REBUILD_LIMITS, decode_cursor, decode_resource_cursor
+from .export import REBUILD_LIMITS, decode_cursor
 from .jsoncodec import json_document, text_bytes
-from .lifecycle import DELETE_BATCH
 from .redaction import Redaction, Redactor
-from .stores import VectorStore, WorkingStore
+from .resource import ResourceOperations
+from .retention import RetentionOperations
+from .stores import VectorStore, WorkingStore, default_stores
 from .types import (
     HARD_CAPS,
-    ConsentChange,
-    ExportPage,
     MemoryEntry,
     MemoryLimits,
-    MemoryLineage,
-    MemoryRecord,
     RebuildResult,
     RecallResult,
     RecallScoringOptions,
     RememberResult,
-    ResourceErasure,
-    RetentionPolicy,
-    RetentionResult,
     Scope,
     WorkingMemoryRecord,
     check_int_option,
 )
 from .working import WorkingMemoryHook, WorkingMemoryValidator, render_template
-from .write_queue import WriteQueue
 
 
-class Memory:
+class Memory(ConsentOperations, ResourceOperations, RetentionOperations):
     """Working memory and semantic recall for one tenant / resource / thread scope.
 
     Build it with :func:`create_memory`. Every method is a coroutine. Writes
@@ -80,64 +76,18 @@ class Memory:
     Postgres). This class checks each call's input, waits for pending
     background writes where the call must see them (:class:`WriteQueue`), and
     hands the lifecycle operations to :mod:`prism_memory.lifecycle`, which
-    orders the store calls and runs the host hooks.
+    orders the store calls and runs the host hooks. Its calls on consent,
+    correction, erasure and export of the thread come from
+    :class:`~prism_memory.consent.ConsentOperations`, those on the whole
+    resource from :class:`~prism_memory.resource.ResourceOperations`, and
+    retention from :class:`~prism_memory.retention.RetentionOperations`.
     """
-
-    def __init__(self, config: MemoryConfig) -> None:
-        """A memory over ``config``, which :func:`create_memory` built and checked (or :meth:`child` derived);
-        a hand-built :class:`MemoryConfig` is not checked again."""
-        self._config = config
-        self._writes = WriteQueue()
-
-    @property
-    def config(self) -> MemoryConfig:
-        """What :func:`create_memory` checked (or, for a :meth:`child`, derived); frozen."""
-        return self._config
-
-    @property
-    def scope(self) -> Scope:
-        """This memory's tenant, resource and (optional) thread."""
-        return self._config.scope
-
-    @property
-    def embedder(self) -> Embedder:
-        """The embedder of entries, queries, corrections and rebuilds."""
-        return self._config.embedder
-
-    @property
-    def vector_store(self) -> VectorStore:
-        """The store of entries (semantic memory)."""
-        return self._config.vector_store
-
-    @property
-    def working_store(self) -> WorkingStore:
-        """The store of working-memory documents."""
-        return self._config.working_store
-
-    @property
-    def limits(self) -> MemoryLimits:
-        """This memory's :class:`MemoryLimits`."""
-        return self._config.limits
-
-    @property
-    def failed_writes(self) -> int:
-        """How many background ``remember`` calls failed since the last :meth:`flush`, which re-raises the first.
-
-        No other call raises such a failure or is refused because of it (each was also logged as an error
-        on the ``prism_memory`` logger when it happened).
-        """
-        return self._writes.failed
-
-    @property
-    def require_consent(self) -> bool:
-        """Recall's default for ``require_consent``."""
-        return self._config.require_consent
 
     # -- working memory -------------------------------------------------
 
     async def get_working(self) -> WorkingMemoryRecord | None:
         """The scope's working-memory record (thread-scoped when the memory has a thread), or ``None``."""
-        record = await self.working_store.get_working(self.scope)
+        record = await self._config.working_store.get_working(self._config.scope)
         return None if record is None else dataclasses.replace(record, data=self._config.redaction.value(record.data))
 
     async def update_working(self, data: dict[str, Any], expected_version: int | None = None) -> WorkingMemoryRecord:
@@ -153,7 +103,7 @@ class Memory:
         checked = self._config.validator.check(self._config.redaction.value(data) if isinstance(data, dict) else data)
         if expected_version is not None:
             check_int_option("expected_version", expected_version, 0, 2**63 - 1)
-        return await self.working_store.update_working(self.scope, checked, expected_version)
+        return await self._config.working_store.update_working(self._config.scope, checked, expected_version)
 
     async def render_working(self) -> str:
         """The working memory rendered through ``working_memory_template`` (compact JSON without one; ``""`` when unset)."""
@@ -166,34 +116,9 @@ class Memory:
 
     # -- semantic memory ------------------------------------------------
 
-    def _thread_scope(self) -> Scope:
-        if self.scope.thread_id is None:
-            raise InvalidScopeError("this memory has no thread_id; semantic operations need one")
-        return self.scope
-
-    def _redact_entry(self, entry: MemoryEntry, position: int) -> MemoryEntry:
-        """``entry`` (the ``position``-th of its batch, from 1) with the memory's redaction applied."""
-        redaction = self._config.redaction
-        if not redaction.active:
-            return entry
-        where = entry_label(position, entry.id if isinstance(entry.id, str) else None)
-        for name, document in (("metadata", entry.metadata), ("reflection", entry.reflection)):
-            if document is not None:  # shape and depth are checked before redaction walks them
-                json_document(document, f"{where}: {name}")
-        lineage = entry.lineage
-        if isinstance(lineage, MemoryLineage) and isinstance(lineage.reason, str):
-            lineage = dataclasses.replace(lineage, reason=redaction.text(lineage.reason))
-        return dataclasses.replace(
-            entry,
-            text=redaction.value(entry.text),
-            metadata=redaction.metadata(entry.metadata),
-            lineage=lineage,
-            reflection=None if entry.reflection is None else redaction.value(entry.reflection),
-        )
-
     def _importance(self, entry: MemoryEntry, position: int) -> MemoryEntry:
         """Derive ``importance`` from the (already redacted) ``reflection`` with ``importance_from``, then drop the
-        reflection: it is never persisted (seed: "Importance at write"). A direct importance wins."""
+        reflection: it is never persisted. A direct importance wins."""
         if entry.reflection is None:
             return entry
         where = entry_label(position, entry.id)
@@ -223,7 +148,7 @@ class Memory:
         than ``limits.remember_entries``, or an ``expires_at`` not after the
         memory's clock or a ``ttl`` not in (0, 36,500 days]); nothing is
         written if one fails.
-        With ``wait=False`` (the default, as in the seed) indexing runs in the
+        With ``wait=False`` (the default) indexing runs in the
         background: the result has ``pending`` > 0 and ``done=False``; await
         :meth:`flush` to finish it and re-raise a failure (no other call raises
         it; :attr:`failed_writes` counts them). With ``wait=True``
@@ -233,10 +158,12 @@ class Memory:
         is already invalidated is stored invalidated.
         """
         scope = self._thread_scope()
-        items = [self._redact_entry(to_entry(entry, position), position) for position, entry in enumerate(entries, start=1)]
-        if len(items) > self.limits.remember_entries:
-            raise LimitExceededError(f"{len(items)} entries exceed limits.remember_entries={self.limits.remember_entries}")
-        metadata = [check_entry(item, position, self.limits.entry_bytes) for position, item in enumerate(items, start=1)]
+        redaction = self._config.redaction
+        items = [redaction.entry(to_entry(entry, position), position) for position, entry in enumerate(entries, start=1)]
+        limits = self._config.limits
+        if len(items) > limits.remember_entries:
+            raise LimitExceededError(f"{len(items)} entries exceed limits.remember_entries={limits.remember_entries}")
+        metadata = [check_entry(item, position, limits.entry_bytes) for position, item in enumerate(items, start=1)]
         check_unique_ids([item.id for item in items])
         check_expiry_range(items, self._config.now())
         items = [self._importance(item, position) for position, item in enumerate(items, start=1)]
@@ -248,15 +175,6 @@ class Memory:
             return RememberResult(len(items), self._writes.pending, self._writes.idle)
         self._writes.start(job, len(items))
         return RememberResult(len(items), self._writes.pending, False)
-
-    async def flush(self) -> None:
-        """Wait for background ``remember`` calls; re-raise the first failure since the last flush.
-
-        This is where a failed background write is reported (its own error type, e.g.
-        :class:`InvalidEmbeddingError` or :class:`EmbeddingFailedError`); once raised, :attr:`failed_writes`
-        is 0 again. The calls that wait for background writes (``recall``, ``forget`` ...) never raise it.
-        """
-        await self._writes.flush()
 
     async def recall(
         self,
@@ -286,59 +204,63 @@ class Memory:
         ``explain=True`` adds ``result.explanation``: each hit's components and
         how many entries each gate removed.
 
-        The single consent gate (seed: "Consent is enforced at the single
-        recall() gate"): invisible, revoked, invalidated and held entries never
-        come back, and with ``require_consent`` (default: the memory's) neither
-        do legacy entries without explicit consent. ``top_k`` defaults to
-        ``limits.top_k`` (1..32) and ``message_range`` to
+        The single consent gate: invisible, revoked, invalidated and held
+        entries never come back, and with ``require_consent`` (default: the
+        memory's) neither do legacy entries without explicit consent. ``top_k``
+        defaults to ``limits.top_k`` (1..32) and ``message_range`` to
         ``limits.message_range`` (0..4). With ``share_from_parent_thread_id``
         the entries that thread shared with this one (:meth:`share_with`) take
         part too, while the grant is live; adjacency never reaches an entry
-        that was not shared. Waits for this memory's pending writes first. Raises :class:`InvalidQueryError` for a blank query or
-        one with a NUL or lone surrogate, :class:`PayloadTooLargeError` for one
-        over ``limits.query_bytes``, and :class:`LimitExceededError` for an
-        option out of range. Score and ordering: README, "Recall score".
+        that was not shared. Waits for this memory's pending writes first.
+        Raises :class:`InvalidQueryError` for a blank query or one with a NUL
+        or lone surrogate, :class:`PayloadTooLargeError` for one over
+        ``limits.query_bytes``, and :class:`LimitExceededError` for an option
+        out of range. Score and ordering: README, "Recall score".
         The query is embedded with the embedder's ``embed_query`` when it has one (else ``embed``);
         an embedder with a ``model_id`` other than the one the thread recorded (same width) raises
         :class:`EmbeddingModelMismatchError` (docs/embedders.md, "The embedding-model guard").
         """
         scope = self._thread_scope()
-        top_k = check_int_option("top_k", self.limits.top_k if top_k is None else top_k, 1, HARD_CAPS["top_k"])
+        limits = self._config.limits
+        top_k = check_int_option("top_k", limits.top_k if top_k is None else top_k, 1, HARD_CAPS["top_k"])
         message_range = check_int_option(
-            "message_range",
-            self.limits.message_range if message_range is None else message_range,
-            0,
-            HARD_CAPS["message_range"],
-        )
-        require_consent = self.require_consent if require_consent is None else require_consent
+            "message_range", limits.message_range if message_range is None else message_range, 0, HARD_CAPS["message_range"])
+        require_consent = self._config.require_consent if require_consent is None else require_consent
         if not isinstance(require_consent, bool):
             raise LimitExceededError(f"require_consent must be a bool, got {require_consent!r}")
         scoring = check_scoring(scoring)
         for name, flag in (("explain", explain), ("across_threads", across_threads)):
             if not isinstance(flag, bool):
                 raise LimitExceededError(f"{name} must be a bool, got {flag!r}")
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidQueryError("the recall query must be a non-blank string")
-        size = len(text_bytes(query, "the recall query", InvalidQueryError))
-        if size > self.limits.query_bytes:
-            raise PayloadTooLargeError(f"the recall query is {size} bytes, over limits.query_bytes={self.limits.query_bytes}")
-        redaction = self._config.redaction
-        query = redaction.text(query) if redaction.active else query
+        query = self._recall_query(query)
         await self._writes.settle("recall")
-        vector = await embed_query(self.embedder, query)
+        vector = await embed_query(self._config.embedder, query)
         if share_from_parent_thread_id is not None:
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
-        result = await self.vector_store.recall(
+        result = await self._config.vector_store.recall(
             scope, vector, query, top_k, message_range, require_consent, share_from_parent_thread_id,
             now=self._config.now(), scoring=scoring, explain=explain, across_threads=across_threads,
             model=self._config.model,
         )
+        redaction = self._config.redaction
         if not redaction.active:
             return result
         return RecallResult(
             [redaction.record(hit) for hit in result.hits], [redaction.record(entry) for entry in result.adjacent],
             result.explanation,
         )
+
+    def _recall_query(self, query: object) -> str:
+        """``query`` checked and redacted: :class:`InvalidQueryError` for a blank query or one with a NUL or lone
+        surrogate, :class:`PayloadTooLargeError` for one over ``limits.query_bytes``."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidQueryError("the recall query must be a non-blank string")
+        size = len(text_bytes(query, "the recall query", InvalidQueryError))
+        if size > self._config.limits.query_bytes:
+            raise PayloadTooLargeError(
+                f"the recall query is {size} bytes, over limits.query_bytes={self._config.limits.query_bytes}")
+        redaction = self._config.redaction
+        return redaction.text(query) if redaction.active else query
 
     # -- injection, processors, delegation ------------------------------
 
@@ -354,7 +276,7 @@ class Memory:
         token_counter: Callable[[str], int] | None = None,
         across_threads: bool = False,
     ) -> MemoryContextProvider:
-        """Inert context blocks for prompts (seed ``createContextProvider()``): ``await provider.provide(query)``.
+        """Inert context blocks for prompts: ``await provider.provide(query)``.
 
         Working memory is rendered through the template; recall hits come from
         :meth:`recall` (the same consent gate; ``across_threads=True`` recalls
@@ -371,7 +293,7 @@ class Memory:
         )
 
     def create_working_memory_processor(self, extract: Extractor) -> WorkingMemoryProcessor:
-        """An explicit, host-invoked working-memory updater (seed ``createWorkingMemoryProcessor({ extract })``).
+        """An explicit, host-invoked working-memory updater.
 
         ``extract(current_document, messages)`` (sync or async) returns the new
         document or ``None``; ``await processor.run(messages)`` stores it,
@@ -389,19 +311,19 @@ class Memory:
         ``/agent:`` segment (only :meth:`child` makes such ids).
         """
         check_reserved_segment("thread_id", thread_id)
-        scope = check_scope(Scope(self.scope.tenant_id, self.scope.resource_id, thread_id), thread_required=True)
+        scope = check_scope(Scope(self._config.scope.tenant_id, self._config.scope.resource_id, thread_id), thread_required=True)
         return Memory(dataclasses.replace(self._config, scope=scope))
 
     def child(self, agent_id: str) -> Memory:
-        """The memory of a delegated agent (seed: "Delegated-agent isolation").
+        """The memory of a delegated agent, isolated from this one.
 
         Its scope is derived, never chosen by a model: resource
         ``"<resource_id>/agent:<agent_id>"``, thread ``"<thread_id>/agent:<agent_id>"``
         (:func:`derive_child_scope`); stores, embedder, limits, redaction and
         hooks are this memory's. The child reads none of this memory's thread
-        until this memory shares entries with it: ``share_with(child.scope.thread_id,
-        ids, child_resource_id=child.scope.resource_id)``, then the child's
-        ``recall(..., share_from_parent_thread_id=self.scope.thread_id)``.
+        until this memory shares entries with it: ``share_with(child.config.scope.thread_id,
+        ids, child_resource_id=child.config.scope.resource_id)``, then the child's
+        ``recall(..., share_from_parent_thread_id=self.config.scope.thread_id)``.
         ``agent_id``: 1-64 ASCII letters, digits, ``_``, ``.``, ``-``
         (:class:`InvalidScopeError` otherwise, or when this memory has no thread).
         """
@@ -414,7 +336,7 @@ class Memory:
         expires_at: datetime | None = None,
         child_resource_id: str | None = None,
     ) -> int:
-        """Let a child thread recall ``source_ids`` of this (parent) thread (seed: ``shareWith``).
+        """Let a child thread recall ``source_ids`` of this (parent) thread .
 
         The grant is an allow-list of at most 256 entry ids for exactly one
         child (``child_thread_id`` of ``child_resource_id``, by default this
@@ -425,265 +347,20 @@ class Memory:
         expired or revoked grants see nothing.
         """
         scope = self._thread_scope()
-        child_resource_id = self.scope.resource_id if child_resource_id is None else child_resource_id
-        check_scope(Scope(self.scope.tenant_id, child_resource_id, child_thread_id), thread_required=True)
+        child_resource_id = self._config.scope.resource_id if child_resource_id is None else child_resource_id
+        check_scope(Scope(self._config.scope.tenant_id, child_resource_id, child_thread_id), thread_required=True)
         ids = check_shared_ids(source_ids)
         check_aware(expires_at, "expires_at")
         await self._writes.settle("share_with")
-        return await self.vector_store.share_with(
+        return await self._config.vector_store.share_with(
             scope, child_resource_id, child_thread_id, ids, expires_at, now=self._config.now()
         )
 
     async def revoke_share(self, child_thread_id: str, child_resource_id: str | None = None) -> None:
-        """End the grant to the child thread (seed: ``revokeShare``); same as ``share_with(child, [])``."""
+        """End the grant to the child thread; same as ``share_with(child, [])``."""
         await self.share_with(child_thread_id, [], child_resource_id=child_resource_id)
 
-    # -- consent and lifecycle ------------------------------------------
-
-    @staticmethod
-    def _entry_id(entry_id: object) -> str:
-        return check_id(entry_id, "entry id", MAX_ENTRY_ID_BYTES, InvalidEntryError)
-
-    async def set_consent(
-        self,
-        entry_id: str,
-        *,
-        visible: bool | None = None,
-        source: str | None = None,
-        scope: str | None = None,
-        granted_at: datetime | None = None,
-        revoked_at: datetime | None = None,
-    ) -> MemoryRecord:
-        """Grant or revoke consent on one entry without re-embedding (seed: ``setConsent``).
-
-        ``None`` leaves a field unchanged. ``visible=False`` (or a
-        ``revoked_at``) revokes: the entry and its lineage dependents are
-        invalidated before the consent changes, then ``on_invalidate`` runs.
-        ``visible=True`` grants again (dependents stay invalidated). Returns the
-        updated record. Raises :class:`EntryNotFoundError` for an unknown id,
-        :class:`InvalidEntryError` for bad values or naive datetimes, and
-        :class:`LineageLimitError` over the walk caps (nothing changes).
-        """
-        thread = self._thread_scope()
-        change = check_consent_change(ConsentChange(visible, source, scope, granted_at, revoked_at))
-        await self._writes.settle("set_consent")
-        return await lifecycle.set_consent(self._config, thread, self._entry_id(entry_id), change)
-
-    async def correct(self, entry_id: str, text: str) -> MemoryRecord:
-        """Replace an entry's text (redacted, re-embedded), keeping its consent (seed: ``correct``).
-
-        The entry's lineage is marked ``corrected`` and its dependents are
-        invalidated (the entry itself stays), then ``on_invalidate`` runs.
-        Raises :class:`EntryNotFoundError`, :class:`InvalidEntryError` for a
-        blank text, :class:`PayloadTooLargeError` over ``limits.entry_bytes``.
-        """
-        thread = self._thread_scope()
-        entry_id = self._entry_id(entry_id)
-        item = self._redact_entry(MemoryEntry(entry_id, text), 1)
-        check_entry(item, 1, self.limits.entry_bytes)
-        await self._writes.settle("correct")
-        return await lifecycle.correct(self._config, thread, entry_id, item.text)
-
-    async def forget(self, ids: Sequence[str], hold: bool = False, erase_derived: bool = False) -> int:
-        """Really delete entries, or put them under legal hold (seed: ``forget``).
-
-        ``ids``: 1 to 64 entry ids (the seed's delete batch). First the
-        entries and their lineage dependents are tombstoned, then
-        ``on_invalidate`` runs, then the bodies are deleted; returns how many
-        were deleted. With ``erase_derived=True`` the bodies of the dependents
-        (entries derived from the forgotten ones, transitively, e.g. a summary
-        quoting a deleted fact) are deleted too, not only tombstoned. With
-        ``hold=True`` nothing is deleted (returns 0): the entries are kept under
-        legal hold, excluded from recall and export, and skipped by retention.
-        Entries under hold are never deleted. A revoked entry is not held: it is
-        deleted. What an erasure leaves behind: each erased entry's tombstone
-        (its id, the reason, the id that caused it, its sequence), so its
-        sequence is never reused and an entry derived from it stays invalid
-        (docs/consent-and-lifecycle.md). Raises :class:`LimitExceededError` for
-        more than 64 ids and :class:`LineageLimitError` over the walk caps.
-        """
-        thread = self._thread_scope()
-        if isinstance(ids, str) or not isinstance(ids, Sequence):
-            raise InvalidEntryError("forget needs a list of entry ids")
-        unique = list(dict.fromkeys(self._entry_id(entry_id) for entry_id in ids))
-        if not 1 <= len(unique) <= DELETE_BATCH:
-            raise LimitExceededError(f"forget takes 1 to {DELETE_BATCH} ids per call, got {len(unique)}")
-        for name, flag in (("hold", hold), ("erase_derived", erase_derived)):
-            if not isinstance(flag, bool):
-                raise LimitExceededError(f"{name} must be a bool, got {flag!r}")
-        await self._writes.settle("forget")
-        return await lifecycle.forget(self._config, thread, unique, hold, erase_derived)
-
-    async def apply_retention(
-        self, max_age_days: float | None = None, max_entries: int | None = None, batch_size: int = DELETE_BATCH
-    ) -> RetentionResult:
-        """One bounded real-delete sweep of this thread (seed: ``applyRetention``).
-
-        Deletes what has expired (its ``expires_at`` has passed, or it is
-        older than a stored retention policy of the thread or resource allows:
-        :meth:`set_retention_policy`) and, when given, entries created more
-        than ``max_age_days`` (24-hour days) ago or beyond the newest
-        ``max_entries`` by sequence; oldest first, at most ``batch_size``
-        (1..64) per call, skipping entries under legal hold. Tombstones and
-        ``on_invalidate`` come before the deletes, as in :meth:`forget`.
-        Returns ``RetentionResult(deleted, scanned)``; call again while
-        ``deleted`` > 0. (Expired entries are already out of recall and
-        export; the sweep deletes their bodies.)
-        """
-        thread = self._thread_scope()
-        check_int_option("batch_size", batch_size, 1, DELETE_BATCH)
-        if max_entries is not None:
-            check_int_option("max_entries", max_entries, 0, 2**31 - 1)
-        if max_age_days is not None and (
-            isinstance(max_age_days, bool) or not isinstance(max_age_days, (int, float)) or not 0 <= max_age_days <= 36500
-        ):
-            raise LimitExceededError(f"max_age_days must be a number from 0 to 36500, got {max_age_days!r}")
-        await self._writes.settle("apply_retention")
-        return await lifecycle.apply_retention(self._config, thread, max_age_days, max_entries, batch_size)
-
-    async def export_memory(
-        self,
-        identity: Scope | Mapping[str, str],
-        cursor: str | None = None,
-        limit: int = EXPORT_LIMITS["limit"][0],
-        max_bytes: int = EXPORT_LIMITS["max_bytes"][0],
-        max_ms: int = EXPORT_LIMITS["max_ms"][0],
-    ) -> ExportPage:
-        """One page of this thread's exportable records (seed: ``exportMemory``).
-
-        ``identity`` (a :class:`Scope` or a mapping of ``tenant_id``,
-        ``resource_id``, ``thread_id``) must equal this memory's scope exactly,
-        else :class:`IdentityMismatchError`. A page holds explicitly consented,
-        visible, unrevoked, unheld, not invalidated entries, redacted, in
-        (sequence, id) order: at most ``limit`` (default 100, cap 200) and
-        ``max_bytes`` of JSON (default 4 MiB, cap 32 MiB; the first record
-        always fits), read within ``max_ms`` (default 10 s, cap 60 s, else
-        :class:`OperationTimeoutError`). Pass ``next_cursor`` back for the
-        next page; it is ``None`` after the last.
-        """
-        thread = self._thread_scope()
-        self._check_identity(identity)
-        _check_export_caps(limit, max_bytes, max_ms)
-        after = decode_cursor(cursor)
-        await self._writes.settle("export_memory")
-        return await lifecycle.export_memory(self._config, thread, after, limit, max_bytes, max_ms)
-
-    def _check_identity(self, identity: Scope | Mapping[str, str], resource_wide: bool = False) -> None:
-        """``identity`` must be exactly this memory's scope, or with ``resource_wide`` its tenant and resource with
-        no thread; else :class:`IdentityMismatchError`."""
-        if isinstance(identity, Mapping):
-            unknown = set(identity) - {"tenant_id", "resource_id", "thread_id"}
-            if unknown:
-                raise IdentityMismatchError(f"identity has unknown fields {sorted(unknown)}")
-            identity = Scope(identity.get("tenant_id"), identity.get("resource_id"), identity.get("thread_id"))
-        if not isinstance(identity, Scope):
-            raise IdentityMismatchError("identity must be a Scope or a mapping of tenant_id, resource_id, thread_id")
-        if resource_wide and identity != Scope(self.scope.tenant_id, self.scope.resource_id):
-            raise IdentityMismatchError(
-                "the identity is not exactly this memory's tenant and resource (without a thread: the request is "
-                "for the whole resource)")
-        if not resource_wide and identity != self.scope:
-            raise IdentityMismatchError("the export identity is not exactly this memory's tenant, resource and thread")
-
-    async def set_retention_policy(self, max_age_days: float | None, *, resource_wide: bool = False) -> None:
-        """Store the maximum age (24-hour days, 0..36,500) of this thread's entries, or with ``resource_wide``
-        of every entry of this memory's resource; ``None`` removes that policy.
-
-        The policy is enforced at read time: from the next call on, recall,
-        export and the context provider leave out an entry older than any
-        policy that covers it (its thread's and its resource's; the stricter
-        wins), and :meth:`apply_retention` (or :meth:`apply_resource_retention`)
-        deletes it. Times come from the memory's clock (the server's for a
-        tenant-bound role). Raises :class:`LimitExceededError` out of range and
-        :class:`InvalidScopeError` for a thread policy on a memory without a thread.
-        """
-        if not isinstance(resource_wide, bool):
-            raise LimitExceededError(f"resource_wide must be a bool, got {resource_wide!r}")
-        if max_age_days is not None and (
-            isinstance(max_age_days, bool) or not isinstance(max_age_days, (int, float)) or not 0 <= max_age_days <= 36500
-        ):
-            raise LimitExceededError(f"max_age_days must be a number from 0 to 36500, got {max_age_days!r}")
-        scope = Scope(self.scope.tenant_id, self.scope.resource_id) if resource_wide else self._thread_scope()
-        await self.vector_store.set_retention_policy(
-            scope, None if max_age_days is None else float(max_age_days), now=self._config.now())
-
-    async def retention_policy(self) -> RetentionPolicy:
-        """The stored retention policies that cover this memory's entries: ``RetentionPolicy(resource_max_age_days,
-        thread_max_age_days)`` (``None`` where none is stored; the thread's is ``None`` without a thread)."""
-        return await self.vector_store.get_retention_policy(self.scope)
-
-    # -- the whole resource ---------------------------------------------
-
-    async def count_resource(self) -> int:
-        """How many entries every thread of this memory's tenant and resource holds (stored bodies: tombstoned,
-        held and expired ones not yet swept included). Another resource, a delegated agent's derived one
-        included, is never counted. Waits for this memory's pending writes first."""
-        await self._writes.settle("count_resource")
-        return await self.vector_store.count_by_resource(self.scope)
-
-    async def export_resource(
-        self,
-        identity: Scope | Mapping[str, str],
-        cursor: str | None = None,
-        limit: int = EXPORT_LIMITS["limit"][0],
-        max_bytes: int = EXPORT_LIMITS["max_bytes"][0],
-        max_ms: int = EXPORT_LIMITS["max_ms"][0],
-    ) -> ExportPage:
-        """One page of everything exportable of this memory's resource, across all its threads.
-
-        :meth:`export_memory` for the whole resource: ``identity`` (a
-        :class:`Scope` without a thread, or a mapping of ``tenant_id`` and
-        ``resource_id``) must be exactly this memory's tenant and resource,
-        else :class:`IdentityMismatchError` (a thread in it is refused: the
-        request is for every thread). Records come in (thread, sequence, id)
-        order, code-point order for the texts, each with its ``thread_id``;
-        the same gate, caps, redaction and byte cut as :meth:`export_memory`.
-        Pass ``next_cursor`` back for the next page (``None`` after the
-        last); a thread's cursor is refused (:class:`InvalidCursorError`).
-        """
-        self._check_identity(identity, resource_wide=True)
-        _check_export_caps(limit, max_bytes, max_ms)
-        after = decode_resource_cursor(cursor)
-        await self._writes.settle("export_resource")
-        return await lifecycle.export_resource(self._config, after, limit, max_bytes, max_ms)
-
-    async def forget_resource(
-        self, identity: Scope | Mapping[str, str], cursor: str | None = None, batch_size: int = DELETE_BATCH
-    ) -> ResourceErasure:
-        """Erase everything this memory's resource holds, one bounded, resumable batch per call ("delete all of
-        user X").
-
-        ``identity`` is checked as in :meth:`export_resource`. Each call takes
-        the next ``batch_size`` (1..64) entries of all the resource's threads
-        after ``cursor`` in (thread, sequence, id) order, tombstones them and
-        their lineage dependents, runs ``on_invalidate`` once per thread
-        (with that thread's ids), then deletes their bodies and the
-        dependents' (as :meth:`forget` with ``erase_derived=True``). Entries
-        under legal hold are kept and counted in ``held``. Returns
-        ``ResourceErasure(deleted, held, next_cursor)``: call again with
-        ``next_cursor`` until it is ``None``. Entries written into the
-        resource while the erasure runs may be passed by the cursor: check
-        :meth:`count_resource` afterwards, or run it again from the start.
-        Raises :class:`LineageLimitError` when one entry's lineage walk alone
-        passes the caps (depth 8, 256 edges); nothing of that batch changes.
-        """
-        self._check_identity(identity, resource_wide=True)
-        check_int_option("batch_size", batch_size, 1, DELETE_BATCH)
-        after = decode_resource_cursor(cursor)
-        await self._writes.settle("forget_resource")
-        return await lifecycle.forget_resource(self._config, after, batch_size)
-
-    async def apply_resource_retention(self, cursor: str | None = None, batch_size: int = DELETE_BATCH) -> ResourceErasure:
-        """The retention sweep over every thread of this memory's resource: :meth:`forget_resource` for the
-        entries that have expired (their ``expires_at``, or the stored policies of their thread and resource), in
-        bounded, resumable batches (tombstones as ``expired``, the hook, then the deletes; holds kept). As in
-        :meth:`apply_retention`, it deletes only what has expired: entries derived from it are tombstoned and
-        keep their bodies until they expire or are forgotten.
-        Returns ``ResourceErasure(deleted, held, next_cursor)``; call again with ``next_cursor`` until ``None``."""
-        check_int_option("batch_size", batch_size, 1, DELETE_BATCH)
-        after = decode_resource_cursor(cursor)
-        await self._writes.settle("apply_retention")
-        return await lifecycle.forget_resource(self._config, after, batch_size, expired_only=True)
+    # -- re-embedding -----------------------------------------------------
 
     async def rebuild_index(
         self,
@@ -691,7 +368,7 @@ class Memory:
         batch_size: int = REBUILD_LIMITS["batch_size"][0],
         max_ms: int = REBUILD_LIMITS["max_ms"][0],
     ) -> RebuildResult:
-        """Re-embed one page of this thread with the current embedder (seed: ``rebuildIndex``).
+        """Re-embed one page of this thread with the current embedder.
 
         Reads up to ``batch_size`` (default 32, cap 128) entries after
         ``cursor`` in (sequence, id) order, embeds their stored text and
@@ -712,13 +389,6 @@ class Memory:
         await self._writes.settle("rebuild_index")
         return await lifecycle.rebuild_index(self._config, thread, after, batch_size, max_ms)
 
-    async def close(self) -> None:
-        """Finish pending writes (errors are logged, not raised) and close both stores."""
-        await self._writes.close()
-        await self.vector_store.close()
-        if self.working_store is not self.vector_store:
-            await self.working_store.close()
-
 
 def check_reserved_segment(name: str, value: object) -> None:
     """Raise :class:`InvalidScopeError` when ``value`` (a resource or thread id) holds the reserved ``/agent:``
@@ -727,13 +397,6 @@ def check_reserved_segment(name: str, value: object) -> None:
         raise InvalidScopeError(
             f"{name} {value!r} holds the reserved segment {AGENT_SEGMENT!r}: only Memory.child() makes such ids"
         )
-
-
-def _check_export_caps(limit: int, max_bytes: int, max_ms: int) -> None:
-    """An export page's caps (:data:`EXPORT_LIMITS`), else :class:`LimitExceededError`."""
-    check_int_option("limit", limit, 1, EXPORT_LIMITS["limit"][1])
-    check_int_option("max_bytes", max_bytes, 1, EXPORT_LIMITS["max_bytes"][1])
-    check_int_option("max_ms", max_ms, 1, EXPORT_LIMITS["max_ms"][1])
 
 
 def derive_child_scope(parent: Scope, agent_id: str) -> Scope:
@@ -774,7 +437,7 @@ def create_memory(
     clock: Callable[[], datetime] | None = None,
     importance_from: Callable[[dict[str, Any]], float] | None = None,
 ) -> Memory:
-    """Create a :class:`Memory` for one scope (seed: ``createMemory(options)``).
+    """Create a :class:`Memory` for one scope.
 
     ``tenant_id`` and ``resource_id`` are required; ``thread_id`` is required
     for semantic operations and optional for working memory (resource-scoped
@@ -813,12 +476,13 @@ def create_memory(
         raise ConfigurationError("importance_from must be callable")
     limits = limits or MemoryLimits()
     validator = WorkingMemoryValidator(schema, validate_working_memory, limits.working_memory_bytes)
+    vector_store, working_store = default_stores(vector_store, working_store)
     return Memory(
         MemoryConfig(
             scope=scope,
             embedder=embedder,
-            vector_store=vector_store if vector_store is not None else create_memory_vector_store(),
-            working_store=working_store if working_store is not None else create_memory_working_store(),
+            vector_store=vector_store,
+            working_store=working_store,
             validator=validator,
             template=working_memory_template,
             limits=limits,

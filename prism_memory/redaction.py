@@ -14,7 +14,10 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from .checks import entry_label
 from .errors import ConfigurationError
+from .jsoncodec import json_document
+from .types import MemoryEntry, MemoryLineage
 
 REDACTED = "[REDACTED]"
 
@@ -65,6 +68,30 @@ class Redaction:
                 lineage = {key: item if key == "sourceIds" else self.value(item) for key, item in lineage.items()}
             redacted["_lineage"] = lineage
         return redacted
+
+    def entry(self, entry: MemoryEntry, position: int) -> MemoryEntry:
+        """A copy of ``entry`` (the ``position``-th of its batch, from 1) with its text, metadata, lineage reason and
+        reflection redacted (the entry itself when inactive).
+
+        Its metadata and reflection are checked as JSON documents first (:class:`InvalidEntryError` for one
+        that is not, or nests too deep), so that redaction walks only what may be stored.
+        """
+        if not self.active:
+            return entry
+        where = entry_label(position, entry.id if isinstance(entry.id, str) else None)
+        for name, document in (("metadata", entry.metadata), ("reflection", entry.reflection)):
+            if document is not None:  # shape and depth are checked before redaction walks them
+                json_document(document, f"{where}: {name}")
+        lineage = entry.lineage
+        if isinstance(lineage, MemoryLineage) and isinstance(lineage.reason, str):
+            lineage = dataclasses.replace(lineage, reason=self.text(lineage.reason))
+        return dataclasses.replace(
+            entry,
+            text=self.value(entry.text),
+            metadata=self.metadata(entry.metadata),
+            lineage=lineage,
+            reflection=None if entry.reflection is None else self.value(entry.reflection),
+        )
 
     def record(self, record: Returned) -> Returned:
         """A copy of a returned entry with its ``text`` and :meth:`metadata` redacted (the entry itself when inactive).

@@ -322,3 +322,21 @@ class RagVectorStore(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+def default_stores(
+    vector_store: VectorStore | None = None, working_store: WorkingStore | None = None
+) -> tuple[VectorStore, WorkingStore]:
+    """The stores a memory runs on: ``vector_store`` and ``working_store`` as given, and for each one that is
+    ``None`` a new, empty store of the in-memory emulator, the default backend (nothing is kept after the
+    process ends; unpinned width)."""
+    if vector_store is not None and working_store is not None:
+        return vector_store, working_store
+    # The contracts and the facade built on them do not depend on an implementation at import time:
+    # the emulator is named as the default here only, where a memory without stores gets its stores.
+    from . import emulator
+
+    return (
+        vector_store if vector_store is not None else emulator.create_memory_vector_store(),
+        working_store if working_store is not None else emulator.create_memory_working_store(),
+    )

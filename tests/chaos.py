@@ -249,7 +249,7 @@ async def _check_writes(result: ChaosResult, acknowledged, stores, memory_for) -
 async def _all_entries(memory) -> list:
     records, after = [], None
     while True:
-        page = await memory.vector_store.list_by_thread(memory.scope, after, 200)
+        page = await memory.config.vector_store.list_by_thread(memory.config.scope, after, 200)
         records += page
         if len(page) < 200:
             return records

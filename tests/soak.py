@@ -139,7 +139,7 @@ async def run_soak(dsn: str, *, clients: int = 16, seconds: float = 20.0, seed: 
                         pass
                 else:
                     await apply(twin, op, args)
-            for label, state in (("entries", lambda m: m.vector_store.list_by_thread(m.scope, None, 200)),
+            for label, state in (("entries", lambda m: m.config.vector_store.list_by_thread(m.config.scope, None, 200)),
                                  ("working", lambda m: m.get_working())):
                 mine, theirs = await state(real), await state(twin)
                 if _comparable(mine) != _comparable(theirs):

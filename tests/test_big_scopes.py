@@ -34,7 +34,7 @@ async def test_a_large_thread_is_ranked_exactly_whether_the_probe_certifies_or_n
         for start in range(0, len(entries), 500):
             await memory.remember(entries[start : start + 500], wait=True)
         # Tombstones (bodies kept) among the first rows: they take probes' places, never hits'.
-        await memory.vector_store.invalidate(memory.scope, [f"e{n:04d}" for n in range(0, 60, 3)], "revoked")
+        await memory.config.vector_store.invalidate(memory.config.scope, [f"e{n:04d}" for n in range(0, 60, 3)], "revoked")
         ties = backend.memory(resource_id="a_b", thread_id="ties")
         # Written in the order opposite to their sequences: the best by tie-break are read last.
         await ties.remember([{"id": f"t{n:03d}", "text": "tea garden", "sequence": 400 - n} for n in range(400)],

@@ -9,7 +9,8 @@ import sys
 
 import psycopg
 import pytest
-from prism_memory.cli import main, sample_conversation_path
+from prism_memory.cli import main
+from prism_memory.cli.data import sample_conversation_path
 from prism_memory.locomo import DataFormatError, load_jsonl_entries, load_locomo
 from prism_memory.schema import REVISIONS
 

@@ -114,10 +114,10 @@ async def test_a_delegated_child_reads_nothing_of_its_parent_without_a_share_gra
         await parent.remember([{"id": "plan", "text": "secret launch plan"}, {"id": "brief", "text": "task brief for the researcher"}],
                               wait=True)
         child = parent.child("researcher")
-        scope = (child.scope.resource_id, child.scope.thread_id)
+        scope = (child.config.scope.resource_id, child.config.scope.thread_id)
         before = [hit.id for hit in (await child.recall("launch plan brief", top_k=8,
                                                        share_from_parent_thread_id="supervisor")).hits]
-        await parent.share_with(child.scope.thread_id, ["brief"], child_resource_id=child.scope.resource_id)
+        await parent.share_with(child.config.scope.thread_id, ["brief"], child_resource_id=child.config.scope.resource_id)
         after = [hit.id for hit in (await child.recall("launch plan brief", top_k=8,
                                                       share_from_parent_thread_id="supervisor")).hits]
         own = [hit.id for hit in (await child.recall("launch plan brief", top_k=8)).hits]
@@ -206,7 +206,7 @@ def test_the_reserved_agent_segment_is_refused_from_the_host(scope):
     with pytest.raises(InvalidScopeError, match="reserved"):
         create_memory(tenant_id="t", embedder=create_hash_embedder(8), **scope)
     parent = create_memory(tenant_id="t", resource_id="alice", thread_id="main", embedder=create_hash_embedder(8))
-    assert parent.child("researcher").scope.resource_id == "alice/agent:researcher"
+    assert parent.child("researcher").config.scope.resource_id == "alice/agent:researcher"
 
 
 async def _run_processors(backend, concurrently):

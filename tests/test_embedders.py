@@ -105,7 +105,7 @@ async def test_a_wrong_key_fails_the_write_and_nothing_is_written(backends, serv
             await memory.remember(entries(), wait=True)
         assert not isinstance(raised.value, EmbeddingUnavailableError)
         assert isinstance(raised.value.__cause__, openai.AuthenticationError) and "401" in str(raised.value)
-        return await memory.vector_store.count_by_thread(memory.scope)
+        return await memory.config.vector_store.count_by_thread(memory.config.scope)
 
     assert await backends.run(scenario) == 0
 
@@ -125,7 +125,7 @@ async def test_a_wrong_width_or_a_short_answer_is_refused(backends, server):
             memory = backend.memory(thread_id=model, embedder=http_embedder(server, model))
             with pytest.raises(error):
                 await memory.remember(entries(), wait=True)
-            outcomes.append(await memory.vector_store.count_by_thread(memory.scope))
+            outcomes.append(await memory.config.vector_store.count_by_thread(memory.config.scope))
         return outcomes
 
     assert await backends.run(scenario) == [0, 0]

@@ -14,7 +14,6 @@ from prism_memory import (
     DimensionMismatchError,
     EmbeddingModel,
     EmbeddingModelMismatchError,
-    MemoryEntry,
     Scope,
     create_hash_embedder,
     create_postgres_memory_stores,
@@ -91,7 +90,8 @@ async def test_another_model_of_the_same_width_is_refused_and_nothing_changes(ba
             await neighbour.remember([{"id": f"{tenant}-{thread}-1", "text": "Walks Rex every morning"}], wait=True)
             steps[f"{tenant}/{thread}"] = [hit.id for hit in (await neighbour.recall("Rex")).hits]
         kept = await memory.recall("concise answers", top_k=4)
-        return steps, [(hit.id, hit.text) for hit in kept.hits], await memory.vector_store.count_by_thread(memory.scope)
+        stored = await memory.config.vector_store.count_by_thread(memory.config.scope)
+        return steps, [(hit.id, hit.text) for hit in kept.hits], stored
 
     steps, kept, count = await backends.run(scenario)
     assert steps == {
@@ -179,7 +179,7 @@ async def test_a_batch_over_many_threads_is_refused_whole(backends):
     async def scenario(backend):
         first = backend.memory(thread_id="t-a")
         await first.remember(entries("a"), wait=True)
-        store = first.vector_store
+        store = first.config.vector_store
         model = EmbeddingModel("other-model", TEST_DIMENSIONS)
         vectors = await OtherModel().embed(["fresh thread", "recorded thread"])
         writes = [
@@ -199,12 +199,12 @@ async def test_a_child_recalling_a_parents_shared_entries_needs_the_parents_mode
         parent = backend.memory(thread_id="parent")
         await parent.remember(entries("p"), wait=True)
         child = parent.child("helper")
-        await parent.share_with(child.scope.thread_id, ["p2"], child_resource_id=child.scope.resource_id)
+        await parent.share_with(child.config.scope.thread_id, ["p2"], child_resource_id=child.config.scope.resource_id)
         shared = [hit.id for hit in (await child.recall("dog", share_from_parent_thread_id="parent")).hits]
         other_child = backend.memory(thread_id="parent", embedder=OtherModel()).child("helper")  # the same child thread
         refused = await outcome(other_child.recall("dog", share_from_parent_thread_id="parent"))
         alone = await outcome(other_child.recall("dog"))  # its own (empty) thread only
-        await parent.share_with(child.scope.thread_id, [], child_resource_id=child.scope.resource_id)
+        await parent.share_with(child.config.scope.thread_id, [], child_resource_id=child.config.scope.resource_id)
         revoked = await outcome(other_child.recall("dog", share_from_parent_thread_id="parent"))
         return shared, refused, alone, revoked
 

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import psycopg
 import pytest
-from prism_memory import LimitExceededError, MemoryConsent, MemoryLineage, RetentionPolicy, Scope
+from prism_memory import LimitExceededError, MemoryConsent, MemoryLineage, Scope
 
 from parity import Clock, Raised
 from test_tenant_roles import grant, needs_bindings, role  # noqa: F401 (the role fixture)
@@ -44,7 +44,7 @@ async def test_an_entry_expires_the_moment_its_time_passes(backends):
             states[label] = {
                 "recall": seen(explained),
                 "removed": explained.explanation.removed["expiry"],
-                "export": [record.id for record in (await memory.export_memory(memory.scope)).entries],
+                "export": [record.id for record in (await memory.export_memory(memory.config.scope)).entries],
                 "resource export": [record.id for record in (await memory.export_resource(
                     Scope("acme", "a_b"))).entries],
                 "context": sorted(id_ for block in await provider.provide("pizza") for id_ in block.entry_ids),
@@ -102,7 +102,8 @@ async def test_a_resource_policy_covers_every_thread_and_the_stricter_policy_win
             memories[(tenant, resource, thread)] = memory
         clock.now = T0 + timedelta(days=10)
         for memory in memories.values():
-            await memory.remember([{"id": f"{memory.scope.tenant_id}.{memory.scope.resource_id}.{memory.scope.thread_id}-10d",
+            scope = memory.config.scope
+            await memory.remember([{"id": f"{scope.tenant_id}.{scope.resource_id}.{scope.thread_id}-10d",
                                     "text": "newer trip note", "consent": USER}], wait=True)
         clock.now = T0 + timedelta(days=20)
         reader, other = memories[("acme", "a_b", "t1")], memories[("acme", "a_b", "t2")]
@@ -206,7 +207,7 @@ async def test_both_sweeps_delete_only_what_expired_and_tombstone_its_dependents
         ], wait=True)
         clock.now = T0 + timedelta(hours=1)
         swept = await (memory.apply_resource_retention() if resource_wide else memory.apply_retention())
-        stored = [record.id for record in await memory.vector_store.list_by_resource(Scope("acme", "a_b"), None, 10)]
+        stored = [record.id for record in await memory.config.vector_store.list_by_resource(Scope("acme", "a_b"), None, 10)]
         return {"deleted": swept.deleted, "stored": sorted(stored), "recall": seen(await memory.recall("login"))}
 
     thread = await backends.run(lambda backend: scenario(backend, False))

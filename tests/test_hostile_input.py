@@ -24,7 +24,8 @@ async def test_unicode_round_trips_byte_for_byte_through_remember_recall_and_exp
                     "metadata": {text: [text, {"nested " + text: text}]}} for i, text in enumerate(UNICODE)]
         await memory.remember(entries, wait=True)
         hits = {hit.id: (hit.text, hit.metadata) for hit in (await memory.recall("and with a", top_k=32)).hits}
-        exported = {record.id: (record.text, record.metadata) for record in (await memory.export_memory(memory.scope)).entries}
+        page = await memory.export_memory(memory.config.scope)
+        exported = {record.id: (record.text, record.metadata) for record in page.entries}
         [vector] = await backend.embedder.embed([UNICODE[0]])
         await backend.vector_store.upsert("t1", "kb", [RagChunk("c", "s", UNICODE[0], vector, {UNICODE[1]: UNICODE[2]})])
         [chunk] = await backend.vector_store.get_by_source("t1", "kb", "s")

@@ -124,7 +124,7 @@ async def test_the_whole_api_works_through_the_app_role(app_dsn):
         await memory.set_consent("b", visible=False)
         assert [hit.id for hit in (await memory.recall("likes")).hits] == ["a"]
         assert await memory.forget(["b"]) == 1
-        assert [record.id for record in (await memory.export_memory(memory.scope)).entries] == ["a"]
+        assert [record.id for record in (await memory.export_memory(memory.config.scope)).entries] == ["a"]
         store = stores.vector_store
         [vector] = await create_hash_embedder(64).embed(["handbook"])
         await store.upsert("t1", "kb", [RagChunk("c", "doc", "handbook", vector)])
@@ -170,7 +170,7 @@ async def test_no_argument_steers_a_function_into_another_tenants_rows(pg_dsn, a
         store = stores.vector_store
         outputs += [await attacker.get_working(), await attacker.recall("canary entry", top_k=32, message_range=4),
                     await child.recall("canary", top_k=32, share_from_parent_thread_id="thread-1"),
-                    await attacker.export_memory(attacker.scope), await attacker.forget(["e1", "e2"]),
+                    await attacker.export_memory(attacker.config.scope), await attacker.forget(["e1", "e2"]),
                     await attacker.apply_retention(max_entries=0), await attacker.rebuild_index(),
                     await store.query("attacker", "kb", vector, top_k=32),
                     await store.lexical_query("attacker", "kb", "canary chunk"),

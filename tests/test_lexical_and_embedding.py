@@ -18,7 +18,7 @@ from prism_memory import (
     create_hash_embedder,
     embed_batched,
 )
-from prism_memory.cli import sample_conversation_path
+from prism_memory.cli.data import sample_conversation_path
 from english_words import get_english_words_set
 from prism_memory.lexical import (
     MAX_LEXICAL_CHARS_V2,

@@ -127,7 +127,7 @@ async def test_a_grant_never_brings_back_an_entry_an_erasure_tombstoned(backends
             await memory.set_consent(entry_id, visible=True)
         after_grants = sorted(ids(await memory.recall("erase note", top_k=10)))
         finished = await memory.forget(["stopped", "revoked-first"])
-        return raced, after_grants, finished, await memory.vector_store.count_by_thread(memory.scope)
+        return raced, after_grants, finished, await memory.config.vector_store.count_by_thread(memory.config.scope)
 
     raced, after_grants, finished, count = await backends.run(scenario)
     assert raced == 1  # the grant did not stop the delete
@@ -241,7 +241,7 @@ async def test_forget_deletes_after_the_hook_and_hold_keeps_the_body(backends):
         memory = None
 
         async def on_invalidate(invalidated):
-            count = await memory.vector_store.count_by_thread(memory.scope)
+            count = await memory.config.vector_store.count_by_thread(memory.config.scope)
             log.append((invalidated, count))  # the bodies are still there when the hook runs
 
         memory = backend.memory(on_invalidate=on_invalidate)
@@ -257,9 +257,9 @@ async def test_forget_deletes_after_the_hook_and_hold_keeps_the_body(backends):
         not_deleted = await memory.forget(["kept"])
         await memory.set_consent("revoked", visible=False)
         purged = await memory.forget(["revoked"])
-        count = await memory.vector_store.count_by_thread(memory.scope)
+        count = await memory.config.vector_store.count_by_thread(memory.config.scope)
         visible = ids(await memory.recall("delete hold revoked derived", top_k=10))
-        exported = await memory.export_memory(memory.scope)
+        exported = await memory.export_memory(memory.config.scope)
         return deleted, held, not_deleted, purged, count, visible, [record.id for record in exported.entries], log
 
     deleted, held, not_deleted, purged, count, visible, exported, log = await backends.run(scenario)
@@ -283,7 +283,7 @@ async def test_an_erasure_deletes_the_derived_copies_too_and_holds_still_win(bac
         )
         await memory.forget(["held"], hold=True)
         deleted = await memory.forget(["ssn-123"], erase_derived=True)
-        stored = await memory.vector_store.list_by_thread(memory.scope, None, 100, exportable=False)
+        stored = await memory.config.vector_store.list_by_thread(memory.config.scope, None, 100, exportable=False)
         again = await memory.forget(["ssn-123"], erase_derived=True)  # nothing left to delete
         return deleted, sorted(record.id for record in stored), again
 
@@ -316,7 +316,7 @@ async def test_retention_sweeps_in_bounded_batches_and_skips_holds(backends):
         await seed(memory, {"id": "fresh", "text": "fresh event", "sequence": 11})
         by_count = await memory.apply_retention(max_entries=8, batch_size=1)
         by_age = [await memory.apply_retention(max_age_days=2, batch_size=4) for _ in range(3)]
-        remaining = [record.id for record in await memory.vector_store.list_by_thread(memory.scope, None, 200)]
+        remaining = [record.id for record in await memory.config.vector_store.list_by_thread(memory.config.scope, None, 200)]
         return by_count, by_age, remaining
 
     by_count, by_age, remaining = await backends.run(scenario)
@@ -359,7 +359,7 @@ async def test_export_pages_only_consented_visible_records_with_a_stable_cursor(
             cursor = page.next_cursor
             if cursor is None:
                 break
-        small = await memory.export_memory(memory.scope, max_bytes=1)
+        small = await memory.export_memory(memory.config.scope, max_bytes=1)
         return pages, [record.id for record in small.entries], small.bytes > 1, small.next_cursor is not None
 
     pages, small, over, more = await backends.run(scenario)
@@ -423,10 +423,10 @@ async def test_list_and_count_are_bounded(backends):
     async def scenario(backend):
         memory = backend.memory()
         await seed(memory, *[{"id": f"l{i}", "text": f"listed {i}", "sequence": i % 3} for i in range(7)])
-        store = memory.vector_store
-        first = await store.list_by_thread(memory.scope, None, 3)
-        rest = await store.list_by_thread(memory.scope, (first[-1].sequence, first[-1].id), 200)
-        return [(r.sequence, r.id) for r in first + rest], await store.count_by_thread(memory.scope)
+        store = memory.config.vector_store
+        first = await store.list_by_thread(memory.config.scope, None, 3)
+        rest = await store.list_by_thread(memory.config.scope, (first[-1].sequence, first[-1].id), 200)
+        return [(r.sequence, r.id) for r in first + rest], await store.count_by_thread(memory.config.scope)
 
     order, count = await backends.run(scenario)
     assert count == 7
@@ -434,7 +434,7 @@ async def test_list_and_count_are_bounded(backends):
 
     async def over_cap(backend):
         memory = backend.memory()
-        await memory.vector_store.list_by_thread(memory.scope, None, 201)
+        await memory.config.vector_store.list_by_thread(memory.config.scope, None, 201)
 
     assert await backends.run(over_cap) == Raised(LimitExceededError)
 

@@ -132,7 +132,7 @@ def tampered(payload) -> str:
 async def test_tampered_cursors_are_refused(backends, cursor):
     async def scenario(backend):
         memory = backend.memory()
-        await memory.export_memory(memory.scope, cursor=cursor)
+        await memory.export_memory(memory.config.scope, cursor=cursor)
 
     assert await backends.run(scenario) == Raised(InvalidCursorError)
 
@@ -158,8 +158,8 @@ async def test_reembed_skips_entries_whose_text_changed_meanwhile(backends):
         memory = backend.memory()
         await memory.remember([{"id": "x", "text": "old wrong text"}], wait=True)
         await memory.correct("x", "new right text")
-        stale = await memory.embedder.embed(["old wrong text"])
-        return await memory.vector_store.reembed(memory.scope, ["x"], ["old wrong text"], stale)
+        stale = await memory.config.embedder.embed(["old wrong text"])
+        return await memory.config.vector_store.reembed(memory.config.scope, ["x"], ["old wrong text"], stale)
 
     assert await backends.run(scenario) == 0
 
@@ -168,10 +168,10 @@ async def test_deleted_sequences_are_not_reused_so_export_cursors_stay_stable(ba
     async def scenario(backend):
         memory = backend.memory()
         await memory.remember([{"id": f"m{i}", "text": f"note {i}", "consent": MemoryConsent()} for i in (1, 2, 3)], wait=True)
-        page = await memory.export_memory(memory.scope, limit=3)
+        page = await memory.export_memory(memory.config.scope, limit=3)
         await memory.forget(["m3"])
         await memory.remember([{"id": "a0", "text": "new note", "consent": MemoryConsent()}], wait=True)
-        later = await memory.export_memory(memory.scope, cursor=page.next_cursor)
+        later = await memory.export_memory(memory.config.scope, cursor=page.next_cursor)
         return [(record.id, record.sequence) for record in later.entries]
 
     assert await backends.run(scenario) == [["a0", 4]]

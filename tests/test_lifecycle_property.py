@@ -163,7 +163,7 @@ async def run_op(memory, op):
 
 async def observe(memory):
     recalled = await memory.recall("note corrected apple river stone cloud maple ember", top_k=32, message_range=4)
-    exported = await memory.export_memory(memory.scope, limit=200)
+    exported = await memory.export_memory(memory.config.scope, limit=200)
     return recalled, [(record.sequence, record.id) for record in exported.entries]
 
 

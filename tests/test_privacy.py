@@ -44,7 +44,7 @@ async def test_canary_secret_never_reaches_storage_recall_export_or_logs(backend
         await memory.update_working({"profile": {"token": CANARY}})
         recalled = await memory.recall(f"what is the api key {CANARY}", top_k=5, message_range=1)
         corrected = await memory.correct("k2", f"the key {CANARY} is rotated weekly")
-        exported = await memory.export_memory(memory.scope)
+        exported = await memory.export_memory(memory.config.scope)
         return recalled, corrected, exported, await memory.get_working(), await memory.render_working()
 
     outcome = await backends.run(scenario)
@@ -98,7 +98,7 @@ async def test_recall_checks_tombstones_with_an_index_not_a_scan(backends, pg_ds
         )
         conn.execute("analyze")
         if CITUS:
-            plan = citus_shard_plan(conn, backends, await memory.embedder.embed(["plan check"]))
+            plan = citus_shard_plan(conn, backends, await memory.config.embedder.embed(["plan check"]))
         else:
             register_vector(conn)
             notices: list[str] = []
@@ -112,7 +112,7 @@ async def test_recall_checks_tombstones_with_an_index_not_a_scan(backends, pg_ds
             ):
                 conn.execute(statement)
             query = backends.postgres.vector_store.queries.recall
-            vector = np.asarray(await memory.embedder.embed(["plan check"]), dtype=np.float32)[0]
+            vector = np.asarray(await memory.config.embedder.embed(["plan check"]), dtype=np.float32)[0]
             for _ in range(6):  # past PL/pgSQL's switch to a generic plan
                 notices.clear()
                 conn.execute(query, ("t1", "user-ada", "thread-1", vector, "plan check", 8, 0, False, None, False,
@@ -169,7 +169,7 @@ async def test_revoked_ids_absent_is_an_invariant_over_every_surface(backends):
         await memory.set_consent("r1", visible=False)
         clean_environment = {
             "recall": await memory.recall("plan", top_k=5),
-            "export": await memory.export_memory(memory.scope),
+            "export": await memory.export_memory(memory.config.scope),
             "prompt": "Memory: public plan",
         }
         return revoked_ids_absent(leaked_environment, ["r1"]), revoked_ids_absent(clean_environment, ["r1"])

@@ -3,7 +3,7 @@
 import math
 
 import pytest
-from prism_memory import InvalidScopeError, MemoryEntry, create_hash_embedder, create_memory
+from prism_memory import InvalidScopeError, MemoryEntry, Scope, create_hash_embedder, create_memory
 from prism_memory.lexical import lexical_terms
 from prism_memory.scoring import LEXICAL_WEIGHT
 
@@ -163,8 +163,8 @@ async def test_for_thread_is_the_same_resource_in_another_thread(backends):
         plans, diary = base.for_thread("plans"), base.for_thread("diary")
         await plans.remember([{"id": "p1", "text": "book the hunter2 train to Lyon"}], wait=True)
         await diary.remember([{"id": "d1", "text": "walked to the train station"}], wait=True)
-        assert (plans.scope.tenant_id, plans.scope.resource_id, plans.scope.thread_id) == ("t1", "user-ada", "plans")
-        assert plans.vector_store is base.vector_store and plans.config.redaction is base.config.redaction
+        assert plans.config.scope == Scope("t1", "user-ada", "plans")
+        assert plans.config.vector_store is base.config.vector_store and plans.config.redaction is base.config.redaction
         return {"plans": await plans.recall("train"), "diary": await diary.recall("train"),
                 "direct": await backend.memory(thread_id="plans").recall("train")}
 

@@ -119,7 +119,7 @@ async def test_forget_resource_erases_every_thread_in_bounded_batches_and_holds_
             if result.next_cursor is None:
                 break
             cursor = result.next_cursor
-        left = await reader.vector_store.list_by_resource(Scope("acme", "a_b"), None, 200)
+        left = await reader.config.vector_store.list_by_resource(Scope("acme", "a_b"), None, 200)
         untouched = {scope: await memory.count_resource() for scope, memory in memories.items() if scope[1] != "a_b"
                      or scope[0] != "acme"}
         recalled = [hit.id for hit in (await reader.recall("tea cat", top_k=32, across_threads=True)).hits]

@@ -42,14 +42,14 @@ def test_the_released_revisions_are_the_oldest_ones():
 
 def test_the_released_renderings_cover_the_python_constants(monkeypatch):
     """Constants that change what a revision installs at some width, or in its stopwords, change its digest."""
-    from prism_memory import schema
+    from prism_memory import schema, schema_config
 
-    for name, value in (("PLAIN_STORAGE_MAX_DIMENSIONS", 2048), ("HNSW_MAX_DIMENSIONS", 1024)):
+    for module, name, value in ((schema_config, "PLAIN_STORAGE_MAX_DIMENSIONS", 2048), (schema, "HNSW_MAX_DIMENSIONS", 1024)):
         with monkeypatch.context() as patch:
-            patch.setattr(schema, name, value)
+            patch.setattr(module, name, value)
             assert any(rendering_digest(revision) != digest for revision, digest in RELEASED.items()), name
     with monkeypatch.context() as patch:
-        patch.setattr(schema, "stopwords_sql_literal", lambda: "array['the']")
+        patch.setattr(schema_config, "stopwords_sql_literal", lambda: "array['the']")
         assert any(rendering_digest(revision) != digest for revision, digest in RELEASED.items()), "stopwords"
 
 

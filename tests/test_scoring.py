@@ -204,12 +204,12 @@ async def test_importance_from_runs_once_at_write_on_the_redacted_reflection(bac
         calls_after_write = len(seen)
         result = await memory.recall("mentioned directly signal", top_k=8, scoring=RecallScoringOptions(importance_weight=1.0))
         importance = {hit.id: hit.importance for hit in result.hits}
-        page = await memory.export_memory(memory.scope)
+        page = await memory.export_memory(memory.config.scope)
         try:
             await memory.remember([{"id": "bad", "text": "bad hook", "reflection": {"mentions": -1}}], wait=True)
         except InvalidEntryError:
             rejected = "rejected"
-        stored = sorted(record.id for record in (await memory.export_memory(memory.scope)).entries)
+        stored = sorted(record.id for record in (await memory.export_memory(memory.config.scope)).entries)
         return calls_after_write, len(seen), seen[0], importance, [e.metadata for e in page.entries], rejected, stored
 
     calls_after_write, calls, first, importance, metadata, rejected, stored = await backends.run(scenario)

@@ -49,7 +49,7 @@ async def test_share_grant_matrix(backends):
         parent = memories["parent"]
         states = {"before": await visible(memories)}
         assert await parent.share_with("child", ["p1", "p3"], expires_at=T0 + timedelta(hours=1)) == 2
-        derived = memories["derived"].scope
+        derived = memories["derived"].config.scope
         assert await parent.share_with(derived.thread_id, ["p2"], child_resource_id=derived.resource_id) == 1
         states["granted"] = await visible(memories)
         states["parent_own"] = sorted(hit.id for hit in (await parent.recall("plan", top_k=32)).hits)

@@ -152,7 +152,7 @@ class Calls:
 async def reads(call: Calls, phase: str, tenant: Tenant, memories: dict[str, Any], store) -> None:
     """Every read of the API, for one tenant."""
     memory, child, agent = memories["main"], memories["child"], memories["agent"]
-    scope = memory.scope
+    scope = memory.config.scope
     await call(f"{phase}.get_working", memory.get_working())
     await call(f"{phase}.get_working_resource", memories["profile"].get_working())
     await call(f"{phase}.render_working", memory.render_working())
@@ -176,31 +176,31 @@ async def reads(call: Calls, phase: str, tenant: Tenant, memories: dict[str, Any
         share_from_parent_thread_id=scope.thread_id, scoring=RecallScoringOptions(importance_weight=0.4)))
     await call(f"{phase}.recall_agent", agent.recall(
         "hiking lake", top_k=8, message_range=4, share_from_parent_thread_id=scope.thread_id))
-    await call(f"{phase}.list", memory.vector_store.list_by_thread(scope, None, 200))
-    await call(f"{phase}.list_page", memory.vector_store.list_by_thread(scope, (2, tenant.entry(2)), 3))
-    await call(f"{phase}.list_exportable", memory.vector_store.list_by_thread(scope, None, 200, exportable=True))
-    await call(f"{phase}.count", memory.vector_store.count_by_thread(scope))
-    await call(f"{phase}.count_child", memory.vector_store.count_by_thread(child.scope))
+    await call(f"{phase}.list", memory.config.vector_store.list_by_thread(scope, None, 200))
+    await call(f"{phase}.list_page", memory.config.vector_store.list_by_thread(scope, (2, tenant.entry(2)), 3))
+    await call(f"{phase}.list_exportable", memory.config.vector_store.list_by_thread(scope, None, 200, exportable=True))
+    await call(f"{phase}.count", memory.config.vector_store.count_by_thread(scope))
+    await call(f"{phase}.count_child", memory.config.vector_store.count_by_thread(child.config.scope))
     await call(f"{phase}.export", memory.export_memory(scope))
     await call(f"{phase}.export_page", memory.export_memory(scope, limit=2))
     resource = Scope(tenant.tenant_id, tenant.resource)
     await call(f"{phase}.count_resource", memory.count_resource())
     await call(f"{phase}.export_resource", memory.export_resource(resource))
     await call(f"{phase}.export_resource_page", memory.export_resource(resource, limit=3))
-    await call(f"{phase}.list_resource", memory.vector_store.list_by_resource(resource, None, 200))
-    await call(f"{phase}.list_resource_page", memory.vector_store.list_by_resource(
-        resource, (child.scope.thread_id, 1, tenant.entry(20)), 5))
+    await call(f"{phase}.list_resource", memory.config.vector_store.list_by_resource(resource, None, 200))
+    await call(f"{phase}.list_resource_page", memory.config.vector_store.list_by_resource(
+        resource, (child.config.scope.thread_id, 1, tenant.entry(20)), 5))
     await call(f"{phase}.count_agent_resource", agent.count_resource())
     await call(f"{phase}.retention_policy", memory.retention_policy())
     await call(f"{phase}.retention_policy_resource", memories["profile"].retention_policy())
     for thread in ("bulk-a", "bulk-b"):
         bulk = Scope(tenant.tenant_id, tenant.resource, tenant.thread(thread))
-        await call(f"{phase}.list_{thread}", memory.vector_store.list_by_thread(bulk, None, 200))
+        await call(f"{phase}.list_{thread}", memory.config.vector_store.list_by_thread(bulk, None, 200))
 
     kb, other_kb = tenant.thread("kb"), tenant.thread("kb2")
     reader = RagAccessConstraint(f"{tenant.word}-alice")
     group_reader = RagAccessConstraint(f"{tenant.word}-bob", (f"{tenant.word}-hr",))
-    [question] = await memory.embedder.embed([f"{tenant.word} how many days of paid leave"])
+    [question] = await memory.config.embedder.embed([f"{tenant.word} how many days of paid leave"])
     await call(f"{phase}.rag_query", store.query(tenant.tenant_id, kb, question, top_k=10))
     await call(f"{phase}.rag_query_filter", store.query(
         tenant.tenant_id, kb, question, top_k=10, filter={"dept": f"{tenant.word}-hr"}))
@@ -324,7 +324,7 @@ async def scenario(dsn: str, partitioned: bool) -> Run:
                 bulk.append((Scope(tenant.tenant_id, tenant.resource, tenant.thread(thread)), records))
             await call("write.remember_batch", store.remember_batch(bulk, now=T0))
             await call("write.share", main.share_with(
-                child.scope.thread_id, [tenant.entry(1), tenant.entry(3), tenant.entry(4)],
+                child.config.scope.thread_id, [tenant.entry(1), tenant.entry(3), tenant.entry(4)],
                 expires_at=T0 + timedelta(days=1)))
             await call("write.retention_policy", child.set_retention_policy(3650))
             await call("write.retention_policy_resource", main.set_retention_policy(36500, resource_wide=True))
@@ -335,7 +335,7 @@ async def scenario(dsn: str, partitioned: bool) -> Run:
             await call("write.remember_agent", agent.remember(
                 [{"id": tenant.entry(30), "text": f"{tenant.word} the helper agent's own note"}], wait=True))
             await call("write.share_agent", main.share_with(
-                agent.scope.thread_id, [tenant.entry(5)], child_resource_id=agent.scope.resource_id))
+                agent.config.scope.thread_id, [tenant.entry(5)], child_resource_id=agent.config.scope.resource_id))
             kb = tenant.thread("kb")
             await call("write.rag_upsert", store.upsert(tenant.tenant_id, kb, await chunks_of(tenant, embedder)))
             await call("write.rag_upsert_other_kb", store.upsert(
@@ -365,11 +365,11 @@ async def scenario(dsn: str, partitioned: bool) -> Run:
             await call("change.retention_age", child.apply_retention(max_age_days=0.01))
             await call("change.retention_expired", child.apply_retention())
             await call("change.resource_retention", main.apply_resource_retention(batch_size=4))
-            await call("change.unshare", main.revoke_share(child.scope.thread_id))
+            await call("change.unshare", main.revoke_share(child.config.scope.thread_id))
             agent = mine["agent"]
             await call("change.forget_agent_resource", agent.forget_resource(
-                Scope(tenant.tenant_id, agent.scope.resource_id), batch_size=4))
-            await call("change.reshare", main.share_with(child.scope.thread_id, [tenant.entry(4), tenant.entry(7)]))
+                Scope(tenant.tenant_id, agent.config.scope.resource_id), batch_size=4))
+            await call("change.reshare", main.share_with(child.config.scope.thread_id, [tenant.entry(4), tenant.entry(7)]))
             kb = tenant.thread("kb")
             await call("change.rag_delete_ids", store.delete(tenant.tenant_id, kb, ids=[f"{tenant.word}-handbook#1"]))
             await call("change.rag_delete_source", store.delete(
@@ -504,8 +504,8 @@ async def test_the_partition_check_sees_a_statement_without_the_tenant_predicate
             await memories[tenant.tenant_id].remember(entries_of(tenant)[:3], wait=True)
         acme = TENANTS[0].tenant_id
         call = Calls(acme, stores.pool, monitor)
-        assert await call("count", stores.vector_store.count_by_thread(memories[acme].scope)) == 3
-        assert await call("list", stores.vector_store.list_by_thread(memories[acme].scope, None, 10))
+        assert await call("count", stores.vector_store.count_by_thread(memories[acme].config.scope)) == 3
+        assert await call("list", stores.vector_store.list_by_thread(memories[acme].config.scope, None, 10))
     finally:
         await stores.close()
         monitor.close()

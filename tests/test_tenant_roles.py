@@ -118,7 +118,7 @@ async def test_a_bound_role_reads_and_writes_its_tenant_only(pg_dsn, role):
         assert (await acme.get_working()).data == {"owner": "acme"}
         await acme.remember([{"id": "acme-new", "text": "written through the bound role"}], wait=True)
         calls = [lambda: corp.recall("secret"), corp.get_working, lambda: corp.update_working({"owner": "mallory"}),
-                 lambda: corp.export_memory(corp.scope), lambda: corp.forget(["corp-merger"]),
+                 lambda: corp.export_memory(corp.config.scope), lambda: corp.forget(["corp-merger"]),
                  lambda: corp.set_consent("corp-merger", visible=False)]
         for call in calls:
             with pytest.raises(TenantAccessDeniedError):

@@ -29,7 +29,7 @@ async def time_scenario(backend):
         "scored": await memory.recall("note", scoring=RecallScoringOptions(0.5, half_life_ms=86_400_000.0)),
         "shared_after_expiry": await child.recall("note", share_from_parent_thread_id="thread-1"),
         "export": [(record.id, record.consent.granted_at, record.created_at) for record in
-                   (await memory.export_memory(memory.scope)).entries],
+                   (await memory.export_memory(memory.config.scope)).entries],
     }
     outcome["retention"] = await memory.apply_retention(max_age_days=2.9)
     outcome["left"] = [hit.id for hit in (await memory.recall("note", top_k=8)).hits]

@@ -39,7 +39,7 @@ SETTLING = {
     "correct": lambda memory: memory.correct("a", "a corrected note"),
     "forget": lambda memory: memory.forget(["a"]),
     "apply_retention": lambda memory: memory.apply_retention(max_entries=10),
-    "export_memory": lambda memory: memory.export_memory(memory.scope),
+    "export_memory": lambda memory: memory.export_memory(memory.config.scope),
     "rebuild_index": lambda memory: memory.rebuild_index(),
 }
 

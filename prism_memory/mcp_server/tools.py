@@ -119,7 +119,7 @@ def remembering_tools(context: ToolContext) -> list[Tool]:
                 for entry in (entries if entries is not None else [NewEntry(text=text) for text in texts or []])
             ]
             result = await memory.remember(items, wait=True)
-            return Remembered(thread=memory.scope.thread_id, ids=[item.id for item in items], stored=result.accepted)
+            return Remembered(thread=memory.config.scope.thread_id, ids=[item.id for item in items], stored=result.accepted)
 
     async def recall(
         query: Annotated[str, Field(description="What to look for, in natural language.")],
@@ -134,7 +134,7 @@ def remembering_tools(context: ToolContext) -> list[Tool]:
         with tool_errors(context.redaction):
             memory = context.thread(thread)
             result = await memory.recall(query, top_k=top_k, message_range=message_range, across_threads=across_threads)
-            return Recalled.of(result, memory.scope.thread_id)
+            return Recalled.of(result, memory.config.scope.thread_id)
 
     return [strict_tool(remember, ADDITIVE), strict_tool(recall, READ_ONLY)]
 
@@ -172,8 +172,8 @@ def entry_tools(context: ToolContext) -> list[Tool]:
         """List a thread's visible, consented entries in order, a page at a time."""
         with tool_errors(context.redaction):
             memory = context.thread(thread)
-            page = await memory.export_memory(memory.scope, cursor, limit=limit, max_bytes=LIST_MAX_BYTES)
-            name = memory.scope.thread_id
+            page = await memory.export_memory(memory.config.scope, cursor, limit=limit, max_bytes=LIST_MAX_BYTES)
+            name = memory.config.scope.thread_id
             entries = [Entry.of(record, name) for record in page.entries]
             return MemoryPage(thread=name, entries=entries, next_cursor=page.next_cursor)
 
@@ -185,13 +185,13 @@ def entry_tools(context: ToolContext) -> list[Tool]:
         """Replace an entry's text (facts derived from it are retracted)."""
         with tool_errors(context.redaction):
             memory = context.thread(thread)
-            return Entry.of(await memory.correct(entry_id, text), memory.scope.thread_id)
+            return Entry.of(await memory.correct(entry_id, text), memory.config.scope.thread_id)
 
     async def forget(ids: EntryIds, thread: Thread = None) -> Forgotten:
         """Delete entries for good (and retract what was derived from them). Returns how many were deleted."""
         with tool_errors(context.redaction):
             memory = context.thread(thread)
-            return Forgotten(thread=memory.scope.thread_id, deleted=await memory.forget(ids))
+            return Forgotten(thread=memory.config.scope.thread_id, deleted=await memory.forget(ids))
 
     async def set_consent(
         entry_id: EntryId,
@@ -209,7 +209,7 @@ def entry_tools(context: ToolContext) -> list[Tool]:
                 entry_id, visible=visible, source=context.consent_source, scope=scope,
                 granted_at=now if visible is True else None, revoked_at=now if visible is False else None,
             )
-            return Entry.of(record, memory.scope.thread_id)
+            return Entry.of(record, memory.config.scope.thread_id)
 
     return [
         strict_tool(list_memories, READ_ONLY),
@@ -228,7 +228,7 @@ def operator_tools(context: ToolContext) -> list[Tool]:
         with tool_errors(context.redaction):
             memory = context.thread(thread)
             await memory.forget(ids, hold=True)
-            return Held(thread=memory.scope.thread_id, ids=list(dict.fromkeys(ids)))
+            return Held(thread=memory.config.scope.thread_id, ids=list(dict.fromkeys(ids)))
 
     async def apply_retention(
         max_age_days: Annotated[float | None, Field(ge=0, le=36500, description="Delete entries older than this.")] = None,
@@ -241,7 +241,7 @@ def operator_tools(context: ToolContext) -> list[Tool]:
         with tool_errors(context.redaction):
             memory = context.thread(thread)
             swept = await memory.apply_retention(max_age_days, max_entries, batch_size)
-            return Swept(thread=memory.scope.thread_id, deleted=swept.deleted, scanned=swept.scanned)
+            return Swept(thread=memory.config.scope.thread_id, deleted=swept.deleted, scanned=swept.scanned)
 
     async def export_memory(
         thread: Thread = None,
@@ -251,8 +251,8 @@ def operator_tools(context: ToolContext) -> list[Tool]:
         """Operator: one page of a thread's exportable entries (consented, visible, redacted)."""
         with tool_errors(context.redaction):
             memory = context.thread(thread)
-            page = await memory.export_memory(memory.scope, cursor, limit=limit)
-            return Exported(thread=memory.scope.thread_id, entries=[export_json(record) for record in page.entries],
+            page = await memory.export_memory(memory.config.scope, cursor, limit=limit)
+            return Exported(thread=memory.config.scope.thread_id, entries=[export_json(record) for record in page.entries],
                             bytes=page.bytes, next_cursor=page.next_cursor)
 
     async def rebuild_index(
@@ -264,7 +264,7 @@ def operator_tools(context: ToolContext) -> list[Tool]:
         with tool_errors(context.redaction):
             memory = context.thread(thread)
             rebuilt = await memory.rebuild_index(cursor, batch_size)
-            return Rebuilt(thread=memory.scope.thread_id, rebuilt=rebuilt.rebuilt, next_cursor=rebuilt.next_cursor)
+            return Rebuilt(thread=memory.config.scope.thread_id, rebuilt=rebuilt.rebuilt, next_cursor=rebuilt.next_cursor)
 
     return [
         strict_tool(legal_hold, DESTRUCTIVE_IDEMPOTENT),
