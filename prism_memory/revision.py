@@ -245,7 +245,7 @@ def _write(revision: str, previous: str, name: str, amended: str | None, head: d
 def _docstring_summary(amended: str | None, name: str) -> str:
     """The Alembic module's docstring summary: the amended revision's (renamed), else the placeholder."""
     source = sql_source.read(sql_source.ALEMBIC_DIR / "versions" / f"{amended}.py") if amended else ""
-    match = re.match(r'"""(\w+): (.*?)\n', source)
+    match = re.search(r'\A"""(\w+): (.*?)\n', source)
     return f"{name}: {match.group(2)}" if match else f"{name}: {PLACEHOLDER}"
 
 
