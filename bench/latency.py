@@ -7,9 +7,8 @@ computed before the clock starts, so ``ingest_entries_per_s`` measures the
 store writes only (``PostgresVectorStore.remember`` batches of 128). Then it
 runs ``VACUUM (ANALYZE)`` (as autovacuum would after a bulk load), times ``PostgresVectorStore.recall`` (top_k=8) on the main
 thread from the client, plain and with composite scoring (``RecallScoringOptions(0.3, 0.2,
-7 days)``) and with the embedding-model guard (``model=``: ``recall_guarded_v1``, the check then
-``recall_v2`` in one call), times a one-entry ``remember`` without and with the guard, and reads the plan recall_v2 runs
-via auto_explain.
+7 days)``) and with the embedding-model guard (``model=``: ``recall_v3`` checks the model id in the same
+call), times a one-entry ``remember`` without and with the guard, and reads the plan recall_v3 runs via auto_explain.
 
     .venv/bin/python bench/latency.py [--dsn URL] [--entries 1000] [--other-threads 20]
 
@@ -214,7 +213,7 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         tombstoned_plan = explain_recall(dsn, recall_sql, main_scope, queries)
     finally:
         await stores.close()
-    log("recall_v2 nested plan (auto_explain, last of 8 calls):\n" + plan)
+    log("recall_v3 nested plan (auto_explain, last of 8 calls):\n" + plan)
     log("with tombstones:\n" + tombstoned_plan)
     p50, p99 = np.percentile(timings, [50, 99])
     tombstoned_p50 = float(np.percentile(tombstoned_timings, 50))

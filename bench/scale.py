@@ -2,7 +2,7 @@
 
 Loads ``bench/corpus.py``'s corpus (default 1,000,000 entries of 384
 dimensions over 10,000 tenants, threads of 10 to 5,000 entries) with
-``PostgresVectorStore.remember_batch``: one ``remember_batch_v1`` call per
+``PostgresVectorStore.remember_batch``: one ``remember_batch_v2`` call per
 batch of about ``--batch`` entries of one tenant, ``--concurrency`` calls in
 flight, embeddings sent in binary. The corpus is generated (its "embedding")
 in chunks outside the clock; ``ingest_entries_per_s`` is entries over the time
@@ -217,14 +217,14 @@ async def time_queries(stores, spec: CorpusSpec, queries, warmup: int, cache: di
 
 
 def explain_largest(dsn: str, schema: str, thread: Thread, query: np.ndarray, text: str) -> str:
-    """EXPLAIN (ANALYZE, BUFFERS) of recall_v2's inner statements on ``thread``, via auto_explain."""
+    """EXPLAIN (ANALYZE, BUFFERS) of recall_v3's inner statements on ``thread``, via auto_explain."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         register_vector(conn)
         notices = auto_explain_notices(conn)
         for _ in range(6):  # PL/pgSQL settles on its generic plan after five executions
             notices.clear()
             conn.execute(
-                sql.SQL("select * from {}.recall_v2(%s, %s, %s, %s, %s, %s, 0)").format(sql.Identifier(schema)),
+                sql.SQL("select * from {}.recall_v3(%s, %s, %s, %s, %s, %s, 0)").format(sql.Identifier(schema)),
                 (thread.scope.tenant_id, thread.scope.resource_id, thread.scope.thread_id, query, text, TOP_K),
             ).fetchall()
     return "\n\n".join(notice for notice in notices if TABLE in notice)

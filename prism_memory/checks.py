@@ -58,7 +58,7 @@ from .types import (
     Scope,
 )
 
-#: UTF-8 bytes of a tenant, resource, thread, RAG scope, principal or group id (``assert_scope_v1``).
+#: UTF-8 bytes of a tenant, resource, thread, RAG scope, principal or group id (``assert_scope_v2``).
 MAX_SCOPE_ID_BYTES = 256
 #: UTF-8 bytes of an entry, chunk, source or lineage source id (``remember_v2``, ``rag_upsert_v1``).
 MAX_ENTRY_ID_BYTES = 512
@@ -186,7 +186,7 @@ def as_utc(value: datetime | None) -> datetime | None:
 
 def scope_texts(scope: object) -> tuple[str, str, str | None]:
     """A :class:`Scope` whose ids are ``str`` that ``text`` holds (``thread_id`` may be ``None``), as a tuple;
-    else :class:`InvalidScopeError`. The id rule itself is ``assert_scope_v1``'s (:func:`check_scope`)."""
+    else :class:`InvalidScopeError`. The id rule itself is ``assert_scope_v2``'s (:func:`check_scope`)."""
     if not isinstance(scope, Scope):
         raise InvalidScopeError(f"scope must be a Scope, got {type(scope).__name__}")
     return (
@@ -205,9 +205,9 @@ def check_id(value: object, what: str, max_bytes: int, error: type[Exception]) -
     Raises ``error`` otherwise (and for a NUL or lone surrogate, see
     :func:`check_text`). Blank means empty or only characters that
     ``str.isspace`` accepts, exactly SQL's ``is_blank_v1``. In SQL the rule is
-    ``x is null or is_blank_v1(x) or octet_length(x) > N``: 256 bytes for
-    scope, principal and group ids (PM001, PM013), 512 for entry, chunk and
-    source ids (PM002).
+    ``is_id_v1`` (raised by ``assert_id_v1``): 256 bytes for scope, principal,
+    group and model ids (PM001, PM013, PM017), 512 for entry, chunk and source
+    ids (PM002).
     """
     if not isinstance(value, str) or not value.strip():
         raise error(f"{what} must be a non-blank string of at most {max_bytes} bytes, got {value!r}")
@@ -222,7 +222,7 @@ def check_scope_id(name: str, value: object) -> str:
 
 
 def check_scope(scope: Scope, *, thread_required: bool) -> Scope:
-    """Check every id of ``scope`` (``assert_scope_v1``); ``thread_id`` must be set when ``thread_required``.
+    """Check every id of ``scope`` (``assert_scope_v2``); ``thread_id`` must be set when ``thread_required``.
 
     Raises :class:`InvalidScopeError`.
     """
@@ -511,7 +511,7 @@ def reembed_arguments(ids: object, texts: object, embeddings: object) -> list[np
 def page_arguments(after: object, limit: object, exportable: object) -> tuple[int, str] | None:
     """A ``list_by_thread`` call: ``after`` is ``None`` or a (sequence ``int``, id ``str``) pair (else
     :class:`InvalidCursorError`), ``limit`` an ``int`` (else :class:`LimitExceededError`; its range is
-    ``list_entries_v1``'s) and ``exportable`` a ``bool``; returns ``after`` as a tuple."""
+    ``list_entries_v2``'s) and ``exportable`` a ``bool``; returns ``after`` as a tuple."""
     if after is not None:
         if not isinstance(after, (tuple, list)) or len(after) != 2:
             raise InvalidCursorError(f"after must be a (sequence, id) pair, got {after!r}")

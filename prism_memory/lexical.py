@@ -6,9 +6,9 @@ emulator gives the same answers as Postgres whatever the database's locale:
 * **v2** (:func:`lexical_terms_v2`, :func:`query_terms_v2`; SQL
   ``lexical_terms_v2``, ``query_terms_v2``, ``lexical_tokens_v2``; revision
   0010) is the one at head: ``text_tsv`` of entries and RAG chunks, and the
-  query terms of ``recall_v2`` and ``rag_lexical_query_v1``.
+  query terms of ``recall_v3`` and ``rag_lexical_query_v1``.
   :func:`lexical_terms` and :func:`query_terms` name it.
-* **v1** (:func:`lexical_terms_v1`, :func:`query_terms_v1`; revision 0001)
+* **v1** (:func:`lexical_terms_v1`; revision 0001)
   is what ``text_tsv`` held before 0010, and stays the hash embedder's
   features (:mod:`prism_memory.embedding`), so vectors already stored keep
   matching the vectors of new queries.
@@ -61,7 +61,7 @@ MAX_LEXICAL_CHARS = 200_000
 MAX_LEXICAL_CHARS_V2 = 100_000
 #: Longest term kept, in characters (v1 drops a longer one, v2 keeps its first 64 characters).
 MAX_TERM_CHARS = 64
-#: Distinct terms a query is scored by (``query_terms_v1``, ``query_terms_v2``): the first ones in order of appearance.
+#: Distinct terms a query is scored by (``query_terms_v2``): the first ones in order of appearance.
 MAX_QUERY_TERMS = 32
 
 #: English function words dropped from lexical terms (frozen with schema revision 0001).
@@ -108,12 +108,6 @@ _STEMMER = PorterStemmer()
 _STEMMER_LOCK = threading.Lock()  # a snowballstemmer instance keeps its word in its own state
 
 
-def _terms_in_order_v1(text: str) -> list[str]:
-    """Every v1 term of ``text`` in order of appearance, repeats included (steps 1-4 of the v1 rule)."""
-    folded = text[:MAX_LEXICAL_CHARS].translate(_ASCII_LOWER)
-    return [term for term in _SPLIT.split(folded) if term and len(term) <= MAX_TERM_CHARS and term not in _STOPWORDS]
-
-
 def lexical_terms_v1(text: str) -> list[str]:
     """Return the distinct v1 lexical terms of ``text`` in code-point order (SQL ``lexical_terms_v1``).
 
@@ -121,13 +115,8 @@ def lexical_terms_v1(text: str) -> list[str]:
     text has no terms. The hash embedder's features; ``text_tsv`` before
     revision 0010.
     """
-    return sorted(set(_terms_in_order_v1(text)))
-
-
-def query_terms_v1(text: str) -> list[str]:
-    """Return the v1 terms a query was scored by before revision 0010 (SQL ``query_terms_v1``): its first
-    :data:`MAX_QUERY_TERMS` distinct terms in order of appearance, in code-point order."""
-    return sorted(list(dict.fromkeys(_terms_in_order_v1(text)))[:MAX_QUERY_TERMS])
+    folded = text[:MAX_LEXICAL_CHARS].translate(_ASCII_LOWER)
+    return sorted({term for term in _SPLIT.split(folded) if term and len(term) <= MAX_TERM_CHARS and term not in _STOPWORDS})
 
 
 @lru_cache(maxsize=65536)

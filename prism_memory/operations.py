@@ -113,27 +113,12 @@ GUARDS: tuple[Guard, ...] = (
           ("remember", "remember_batch", "correct", "reembed")),
 )
 
-#: API functions no store operation calls any more, kept (granted and delegated like the others) for direct
-#: SQL callers, each answering through its successor's body: ``recall_v2`` is ``recall_v3`` within one thread,
-#: ``remember_v1`` and ``remember_batch_v1`` are the v2 functions without expiry, ``list_entries_v1`` is
-#: ``list_entries_v2`` on the server's clock. ``retention_candidates_v1`` keeps its own body (its v2 also
-#: sweeps what has expired, a new contract).
-RETAINED_FUNCTIONS: tuple[tuple[str, str], ...] = (
-    ("recall_v2", f"{_SCOPE}, vector, text, integer, integer, boolean, text, timestamptz, "
-                  "double precision, double precision, double precision, boolean"),
-    ("remember_v1", f"{_SCOPE}, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
-    ("remember_batch_v1",
-     "text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz"),
-    ("list_entries_v1", f"{_SCOPE}, bigint, text, integer, boolean"),
-    ("retention_candidates_v1", f"{_SCOPE}, double precision, integer, integer, timestamptz"),
-)
-
 #: The functions an application calls, with their argument types: ``install_info_v1`` (which the
-#: Python caller checks first, executable by anyone), every operation's function, every guard's and the
-#: retained ones (SECURITY DEFINER).
+#: Python caller checks first, executable by anyone), every operation's function and every guard's
+#: (SECURITY DEFINER). A replaced one that no operation, guard or live function calls is retired: the
+#: first revision after the one that replaced it was released drops it (docs/architecture.md).
 API_FUNCTIONS: tuple[tuple[str, str], ...] = (
     (("install_info_v1", ""),)
     + tuple((operation.function, operation.arguments) for operation in OPERATIONS)
     + tuple((guard.function, guard.arguments) for guard in GUARDS)
-    + RETAINED_FUNCTIONS
 )

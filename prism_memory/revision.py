@@ -62,8 +62,9 @@ def rendering_digest(revision: str) -> str:
 
 
 _DROP = r"^drop function (?:if exists )?\{\{schema\}\}\.(\w+)\("
-#: In a revision's upgrade file: a function file written out (groups 1, 2), or a function dropped (group 3).
-_EVENTS = re.compile(f"{sql_source.FILE_BLOCK.pattern}|{_DROP}", re.M)
+#: In a revision file: a function file written out (groups 1, 2), or a whole ``drop function`` line (group 3:
+#: the function dropped).
+_EVENTS = re.compile(f"{sql_source.FILE_BLOCK.pattern}|{_DROP}.*\n", re.M)
 #: The lines the cutter writes itself, besides function files and drops (an amended cut writes them anew).
 _GENERATED = re.compile(r"^(?:\{\{pin_search_path\}\}|reset search_path;|revoke execute on all functions in schema "
                         r"\{\{schema\}\} from public;|grant execute on function \{\{schema\}\}\.install_info_v1\(\) "
@@ -122,25 +123,33 @@ def _block(name: str, text: str) -> str:
 
 
 class _HandWritten:
-    """What an author wrote into a revision file the cutter made: its header, statements, and ``drop`` lines."""
+    """What an author wrote into a revision file the cutter made: its header, its statements before the
+    functions (table changes) and after them and the drops (what needs the functions, such as grants on the
+    ones a downgrade restores), and its ``drop`` lines."""
 
     def __init__(self, text: str = "") -> None:
         lines = text.splitlines(keepends=True)
         count = next((index for index, line in enumerate(lines) if not line.startswith("--")), len(lines))
         self.header = "".join(lines[:count])
-        rest = sql_source.FILE_BLOCK.sub("", "".join(lines[count:]))
+        rest = "".join(lines[count:])
+        cut = max((match.end() for match in _EVENTS.finditer(rest)), default=len(rest))
+        rest, after = rest[:cut], rest[cut:]
         self.drops = {match.group(1): match.group(0) for match in re.finditer(_DROP + r".*\n", rest, re.M)}
-        self.statements = re.sub(_DROP + r".*\n", "", _GENERATED.sub("", rest), flags=re.M).strip("\n")
+        self.statements, self.after = (
+            re.sub(_DROP + r".*\n", "", _GENERATED.sub("", sql_source.FILE_BLOCK.sub("", part)), flags=re.M).strip("\n")
+            for part in (rest, after))
 
     def drop(self, name: str) -> str:
         """The ``drop function`` line for ``name``: as the author completed it, else one to complete."""
         return self.drops.get(name, f"drop function {{{{schema}}}}.{name}(/* its argument types */);\n")
 
     def file(self, header: str, functions: list[str], drops: list[str], revoke: bool) -> str:
-        """A revision file: the header (the author's, else ``header``), statements, functions, drops."""
+        """A revision file: the header (the author's, else ``header``), statements, functions, drops,
+        the statements after them."""
         parts = [self.header or header, "\n{{pin_search_path}}\n\n"]
         parts += [self.statements + "\n\n"] if self.statements else []
         parts += functions + [self.drop(name) for name in drops]
+        parts += ["\n" + self.after + "\n"] if self.after else []
         parts += ["\nreset search_path;\n"]
         parts += ["revoke execute on all functions in schema {{schema}} from public;\n"
                   "grant execute on function {{schema}}.install_info_v1() to public;\n"] if revoke else []

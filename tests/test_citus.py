@@ -43,27 +43,21 @@ VECTOR = "[" + ",".join(["0.125"] * TEST_DIMENSIONS) + "]"
 API_CALLS: dict[str, str] = {
     "update_working_v1": "update_working_v1(%(t)s, 'res-c', 'th-c', '{\"a\": 1}')",
     "get_working_v1": "get_working_v1(%(t)s, 'res-c', 'th-c')",
-    "remember_v1": "remember_v1(%(t)s, 'res-c', 'th-c', array['c1', 'c2', 'c3'], "
+    "remember_v2": "remember_v2(%(t)s, 'res-c', 'th-c', array['c1', 'c2', 'c3'], "
                    "array['alpha beta', 'gamma delta', 'alpha derived'], array[%(v)s, %(v)s, %(v)s]::vector[], "
-                   "array['{}', '{}', '{\"_lineage\": {\"sourceIds\": [\"c1\"]}}']::jsonb[])",
-    "remember_batch_v1": "remember_batch_v1(%(t)s, array['res-c'], array['th-d'], array['d1'], array['epsilon'], "
-                         "array[%(v)s]::vector[])",
-    "remember_v2": "remember_v2(%(t)s, 'res-c', 'th-e', array['e1', 'e2'], array['zeta', 'eta'], "
-                   "array[%(v)s, %(v)s]::vector[], p_ttl => array['1 day', null]::interval[])",
+                   "array['{}', '{}', '{\"_lineage\": {\"sourceIds\": [\"c1\"]}}']::jsonb[], "
+                   "p_ttl => array[null, null, '1 day']::interval[])",
     "remember_batch_v2": "remember_batch_v2(%(t)s, array['res-c'], array['th-f'], array['f1'], array['theta'], "
                          "array[%(v)s]::vector[], p_expires_at => array['9999-01-01Z']::timestamptz[])",
     "set_retention_policy_v1": "set_retention_policy_v1(%(t)s, 'res-c', 'th-e', 30)",
     "get_retention_policy_v1": "get_retention_policy_v1(%(t)s, 'res-c', 'th-e')",
-    "recall_v2": "recall_v2(%(t)s, 'res-c', 'th-c', %(v)s::vector, 'alpha', p_message_range => 1, "
-                 "p_recency_weight => 0.2, p_half_life_ms => 1000, p_explain => true)",
     "recall_v3": "recall_v3(%(t)s, 'res-c', 'th-c', %(v)s::vector, 'alpha', p_message_range => 1, "
                  "p_across_threads => true, p_recency_weight => 0.2, p_half_life_ms => 1000, p_explain => true)",
     "share_with_v1": "share_with_v1(%(t)s, 'res-c', 'th-c', 'res-c', 'th-child', array['c1'])",
     "set_consent_v1": "set_consent_v1(%(t)s, 'res-c', 'th-c', 'c2', p_visible => true, p_source => 'user', "
                       "p_scope => 'thread')",
     "correct_v2": "correct_v2(%(t)s, 'res-c', 'th-c', 'c2', 'gamma corrected', %(v)s::vector)",
-    "list_entries_v1": "list_entries_v1(%(t)s, 'res-c', 'th-c')",
-    "list_entries_v2": "list_entries_v2(%(t)s, 'res-c', 'th-e', p_exportable => true)",
+    "list_entries_v2": "list_entries_v2(%(t)s, 'res-c', 'th-c', p_exportable => true)",
     "count_entries_v1": "count_entries_v1(%(t)s, 'res-c', 'th-c')",
     "list_resource_entries_v1": "list_resource_entries_v1(%(t)s, 'res-c', 'th-c', 1, 'c1')",
     "count_resource_entries_v1": "count_resource_entries_v1(%(t)s, 'res-c')",
@@ -71,8 +65,7 @@ API_CALLS: dict[str, str] = {
     "use_embedding_model_v1": "use_embedding_model_v1(%(t)s, array['res-c'], array['th-c'], 'model-c', "
                               f"{TEST_DIMENSIONS})",
     "invalidate_v1": "invalidate_v1(%(t)s, 'res-c', 'th-c', array['c1'], 'deleted')",
-    "retention_candidates_v1": "retention_candidates_v1(%(t)s, 'res-c', 'th-c', null, 1, 8)",
-    "retention_candidates_v2": "retention_candidates_v2(%(t)s, 'res-c', 'th-e', null, null, 8)",
+    "retention_candidates_v2": "retention_candidates_v2(%(t)s, 'res-c', 'th-c', null, 1, 8)",
     "purge_v1": "purge_v1(%(t)s, 'res-c', 'th-c', array['c1'])",
     "invalidate_resource_v1": "invalidate_resource_v1(%(t)s, 'res-c', p_limit => 2)",  # c2, c3: c1 is gone
     "purge_resource_v1": "purge_resource_v1(%(t)s, 'res-c', array['th-c', 'th-c'], array['c2', 'c3'])",
@@ -143,7 +136,7 @@ def test_the_plan_cache_probe_answers_no_where_it_cannot_run(pg_dsn):
 def test_every_api_call_answers_on_plain_postgres(pg_dsn):
     """The same calls the Citus lane makes single-shard: each answers here (no Citus-only path is taken)."""
     results = run_api_calls(pg_dsn, "acme")
-    assert [row[4] for row in results["recall_v2"] if row[0] == "hit"] == ["c1", "c3", "c2"]  # 'alpha' ties broken by sequence
+    assert [row[4] for row in results["recall_v3"] if row[0] == "hit"] == ["c1", "c3", "c2"]  # 'alpha' ties broken by sequence
 
 
 def catalog_state(dsn: str) -> dict:
@@ -313,7 +306,7 @@ def test_a_tenant_binding_is_refused_on_a_distributed_install(pg_dsn, login_role
 def test_the_api_answers_as_on_plain_postgres(pg_dsn):
     """The same calls, tenant by tenant (look-alike tenants), answer alike and never name the other tenant."""
     first, second = run_api_calls(pg_dsn, "acme"), run_api_calls(pg_dsn, "acme-corp")
-    assert [row[4] for row in first["recall_v2"] if row[0] == "hit"] == ["c1", "c3", "c2"]
+    assert [row[4] for row in first["recall_v3"] if row[0] == "hit"] == ["c1", "c3", "c2"]
 
     def stable(row: tuple) -> tuple:  # without timestamps and scores (recency moves with the clock)
         return tuple(value for value in row if not isinstance(value, (float, datetime)))
@@ -373,9 +366,7 @@ def test_a_granted_role_has_the_same_grants_on_every_node(pg_dsn, login_role):
 ])
 def test_a_write_citus_does_not_delegate_is_refused(pg_dsn, shape):
     """Such a call runs on the coordinator, where its thread lock excludes none of the tenant's other writers
-    (duplicate sequences, found by a hostile review): lock_key_v1 refuses it (PM017) and nothing is written.
-    (remember_v1 is a SQL wrapper since revision 0012: in such a shape its inner remember_v2 call is delegated
-    by itself, force_delegation, and takes its lock on the worker.)"""
+    (duplicate sequences, found by a hostile review): lock_key_v1 refuses it (PM017) and nothing is written."""
     call = ("remember_v2(%(t)s, 'res-s', 'th-s', array['s1'], array['shape'], array[%(v)s]::vector[])")
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         with pytest.raises(psycopg.Error, match="does not hold tenant") as raised:

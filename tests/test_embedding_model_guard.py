@@ -271,7 +271,7 @@ def test_the_sql_guard_refuses_a_blank_model_id_and_bad_threads(pg_dsn):
     with psycopg.connect(pg_dsn) as conn:
         vector = "[" + ",".join(["1"] * TEST_DIMENSIONS) + "]"
         conn.execute("select prism_memory.use_embedding_model_v1('t1', array['r'], array['held'], 'm', %s)", (TEST_DIMENSIONS,))
-        conn.execute("select prism_memory.remember_v1('t1', 'r', 'held', array['e1'], array['x'], array[%s::vector], "
+        conn.execute("select prism_memory.remember_v2('t1', 'r', 'held', array['e1'], array['x'], array[%s::vector], "
                      "array['{}'::jsonb])", (vector,))
         conn.commit()
         for arguments, state in (

@@ -271,23 +271,6 @@ def test_the_reads_refuse_a_null_or_infinite_now_from_psql(pg_dsn):
             conn.execute(call, (T0,))
 
 
-def test_the_retained_functions_honour_expiry_from_psql(pg_dsn):
-    """recall_v2, list_entries_v1 and remember_v1 answer through their successors' bodies: expiry applies."""
-    vector = "array_fill(1, array[64])::vector"
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f"select prism_memory.remember_v2('acme', 'a_b', 't1', array['soon', 'later'], array['one', 'two'], "
-                     f"array[{vector}, {vector}], p_consent => array['{{}}', '{{}}']::jsonb[], "
-                     "p_expires_at => array[now() + interval '1 second', null]::timestamptz[])")
-        conn.execute(f"select prism_memory.remember_v1('acme', 'a_b', 't1', array['later'], array['two again'], "
-                     f"array[{vector}])")  # v1 rewrites keep the (absent) expiry
-        conn.execute("select pg_sleep(1.1)")
-        recalled = [row[0] for row in conn.execute(
-            f"select id from prism_memory.recall_v2('acme', 'a_b', 't1', {vector}, 'one two') where kind = 'hit'")]
-        listed = [row[0] for row in conn.execute(
-            "select id from prism_memory.list_entries_v1('acme', 'a_b', 't1', p_exportable => true)")]
-    assert recalled == ["later"] and listed == ["later"]
-
-
 @needs_bindings
 def test_a_bound_roles_ttl_and_reads_use_the_servers_clock(pg_dsn, role):
     grant(pg_dsn, role, ["acme"])

@@ -45,7 +45,7 @@ async def test_a_failed_statement_leaves_no_connection_in_an_aborted_transaction
         store = stores.vector_store
         for _ in range(4):
             with pytest.raises(LimitExceededError):
-                await store.recall(SCOPE, [1.0] * 64, "q", 99, 0)  # rejected inside recall_v2 (PM005)
+                await store.recall(SCOPE, [1.0] * 64, "q", 99, 0)  # rejected inside recall_v3 (PM005)
         statuses = []
         for _ in range(2):
             async with stores.pool.connection() as conn:

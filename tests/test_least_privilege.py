@@ -107,7 +107,7 @@ def test_temporary_objects_of_the_caller_cannot_hijack_a_function(app_dsn):
         vector = "array_fill(1, array[64])::vector"
         calls = [f"select count(*) from prism_memory.rag_query_v1('t', 'kb', {vector}, 5, %s::jsonb)",
                  "select count(*) from prism_memory.rag_lexical_query_v1('t', 'kb', 'x', 5, %s::jsonb)",
-                 f"select count(*) from prism_memory.recall_v2('t', 'r', 'th', {vector}, %s)"]
+                 f"select count(*) from prism_memory.recall_v3('t', 'r', 'th', {vector}, %s)"]
         for call in calls:
             assert conn.execute(call, ('{"a": 1}',)).fetchone() == (0,)
     assert not [notice for notice in notices if "hijacked" in notice]

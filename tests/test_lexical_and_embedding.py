@@ -29,7 +29,6 @@ from prism_memory.lexical import (
     lexical_tokens_v2,
     porter_stem,
     query_terms,
-    query_terms_v1,
     query_terms_v2,
 )
 
@@ -103,18 +102,16 @@ LONG_QUERIES = [
 ]
 
 
-@pytest.mark.parametrize("version", ["v1", "v2"])
-def test_a_query_is_scored_by_its_first_32_distinct_terms_in_sql_and_python(pg_dsn, version):
+def test_a_query_is_scored_by_its_first_32_distinct_terms_in_sql_and_python(pg_dsn):
     """Issue: bounded cost. A 64 KiB query had about 10,900 distinct terms; now the first 32 (in order of
-    appearance) are kept, by the same rule in query_terms_vN and lexical.query_terms_vN."""
-    python_terms, python_query = {"v1": (lexical_terms_v1, query_terms_v1), "v2": (lexical_terms_v2, query_terms_v2)}[version]
+    appearance) are kept, by the same rule in query_terms_v2 and lexical.query_terms_v2."""
     long_query, repeated = LONG_QUERIES[:2]
     texts = TRICKY + conversation_texts(sample_conversation_path()) + LONG_QUERIES
-    assert [python_query(text) for text in texts] == sql_terms(pg_dsn, texts, f"query_terms_{version}")
-    assert MAX_QUERY_TERMS == 32 and len(python_query(long_query)) == 32
-    assert python_query(long_query) == sorted(f"w{n:05d}" for n in range(32))  # the first ones, not the smallest
-    assert python_query(repeated) == sorted(["zeta", "alpha", "beta"] + [f"t{n}" for n in range(29)])
-    assert python_query(TRICKY[2]) == python_terms(TRICKY[2])  # short queries keep every term
+    assert [query_terms_v2(text) for text in texts] == sql_terms(pg_dsn, texts, "query_terms_v2")
+    assert MAX_QUERY_TERMS == 32 and len(query_terms_v2(long_query)) == 32
+    assert query_terms_v2(long_query) == sorted(f"w{n:05d}" for n in range(32))  # the first ones, not the smallest
+    assert query_terms_v2(repeated) == sorted(["zeta", "alpha", "beta"] + [f"t{n}" for n in range(29)])
+    assert query_terms_v2(TRICKY[2]) == lexical_terms_v2(TRICKY[2])  # short queries keep every term
 
 
 def test_sql_tokenizer_v1_and_python_mirror_agree_on_all_of_locomo(pg_dsn, locomo_path):

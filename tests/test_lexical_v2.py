@@ -7,7 +7,7 @@ import asyncio
 import psycopg
 import pytest
 from prism_memory import RagChunk, create_hash_embedder, create_memory, create_postgres_memory_stores
-from prism_memory.lexical import lexical_terms_v1, lexical_terms_v2, query_terms_v1
+from prism_memory.lexical import lexical_terms_v1, lexical_terms_v2
 from prism_memory.schema import SchemaConfig, downgrade, migrate
 
 #: Space-less sentences over 64 characters: v1 kept no term of either.
@@ -26,7 +26,7 @@ ENTRIES = [
 def test_the_sentences_are_what_v1_could_not_index():
     assert len(CHINESE) > 64 and len(JAPANESE) > 64
     assert lexical_terms_v1(CHINESE) == lexical_terms_v1(JAPANESE) == []
-    assert set(query_terms_v1("how long until my token expires")).isdisjoint(lexical_terms_v1(ENTRIES[0]["text"]))
+    assert set(lexical_terms_v1("how long until my token expires")).isdisjoint(lexical_terms_v1(ENTRIES[0]["text"]))
     assert "北京" in lexical_terms_v2(CHINESE) and "タワ" in lexical_terms_v2(JAPANESE)
 
 
@@ -100,10 +100,10 @@ def test_an_install_with_data_migrates_to_tokenizer_v2_and_back(server_dsn):
         conn.execute("select prism_memory.rag_upsert_v1('acme', 'kb', %s, %s, %s, %s::vector[])",
                      (ids, ids, texts, vectors))
 
-    def sql_answers() -> dict:
+    def sql_answers(recall: str = "recall_v2") -> dict:  # recall_v3 from revision 0012, recall_v2 up to 0015
         with psycopg.connect(dsn) as conn:
             return {
-                "recall": conn.execute("select id, lexical from prism_memory.recall_v2('acme', 'ada', 'th', %s::vector, "
+                "recall": conn.execute(f"select id, lexical from prism_memory.{recall}('acme', 'ada', 'th', %s::vector, "
                                        "'token expires', 8) order by id", (query,)).fetchall(),
                 "rag": conn.execute("select id from prism_memory.rag_lexical_query_v1('acme', 'kb', '第三会议室')").fetchall(),
                 "text_tsv": conn.execute("select id, tsvector_to_array(text_tsv) from prism_memory.semantic_memory "
@@ -129,7 +129,7 @@ def test_an_install_with_data_migrates_to_tokenizer_v2_and_back(server_dsn):
 
     hits, matches = asyncio.run(through_the_api())
     assert hits["en-expiry"] == 1.0 and hits["en-budget"] == 0.5 and matches == [("zh-meeting", 1.0)]
-    assert dict(sql_answers()["text_tsv"]) == {entry["id"]: lexical_terms_v2(entry["text"]) for entry in ENTRIES}
+    assert dict(sql_answers("recall_v3")["text_tsv"]) == {entry["id"]: lexical_terms_v2(entry["text"]) for entry in ENTRIES}
 
     downgrade(dsn, config, "0009")
     assert sql_answers() == before

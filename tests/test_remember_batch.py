@@ -180,17 +180,17 @@ def test_sql_callers_must_send_a_threads_rows_together(pg_dsn):
         embeddings = [np.asarray(vector(n), dtype=np.float32) for n in range(3)]
         with pytest.raises(psycopg.Error) as raised:
             conn.execute(
-                "select * from prism_memory.remember_batch_v1('t1', array['r','r','r'], array['a','b','a'], "
+                "select * from prism_memory.remember_batch_v2('t1', array['r','r','r'], array['a','b','a'], "
                 "array['e1','e2','e3'], array['x','y','z'], %s::vector[])", (embeddings,))
         assert raised.value.sqlstate == "PM002" and "not contiguous" in str(raised.value)
         rows = conn.execute(
-            "select resource_id, thread_id, written from prism_memory.remember_batch_v1('t1', "
+            "select resource_id, thread_id, written from prism_memory.remember_batch_v2('t1', "
             "array['r','r','q'], array['a','a','b'], array['e1','e2','e3'], array['x','y','z'], %s::vector[])",
             (embeddings,)).fetchall()
         assert rows == [("q", "b", 1), ("r", "a", 2)]
         with pytest.raises(psycopg.Error) as raised:  # one text too many: refused, not ignored
             conn.execute(
-                "select * from prism_memory.remember_batch_v1('t1', array['r','r','r'], array['a','a','a'], "
+                "select * from prism_memory.remember_batch_v2('t1', array['r','r','r'], array['a','a','a'], "
                 "array['e4','e5','e6'], array['x','y','z','w'], %s::vector[])", (embeddings,))
         assert raised.value.sqlstate == "PM002" and "differ in length" in str(raised.value)
         for bad in (  # two-dimensional arrays, and arrays that do not start at index 1
@@ -199,10 +199,10 @@ def test_sql_callers_must_send_a_threads_rows_together(pg_dsn):
             "'[0:1]={r,r}', '[0:1]={a,b}', '[0:1]={e1,e2}', '[0:1]={x,y}', %s::vector[]",
         ):
             with pytest.raises(psycopg.Error) as raised:
-                conn.execute(f"select * from prism_memory.remember_batch_v1('t9', {bad})", (embeddings[:2],))
+                conn.execute(f"select * from prism_memory.remember_batch_v2('t9', {bad})", (embeddings[:2],))
             assert raised.value.sqlstate == "PM002" and "one-dimensional" in str(raised.value)
         if not CITUS:  # Citus 14.0.1 crashes the coordinator on a delegated call with a NULL distribution argument
             with pytest.raises(psycopg.Error) as raised:
-                conn.execute("select * from prism_memory.remember_batch_v1(null, '{}', '{}', '{}', '{}', '{}')")
+                conn.execute("select * from prism_memory.remember_batch_v2(null, '{}', '{}', '{}', '{}', '{}')")
             assert raised.value.sqlstate == "PM001"
         assert conn.execute("select count(*) from prism_memory.semantic_memory where tenant_id = 't9'").fetchone() == (0,)

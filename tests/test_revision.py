@@ -271,7 +271,8 @@ def test_amend_recuts_the_newest_revision_and_keeps_what_its_author_wrote(scratc
     header = f"-- prism-memory schema revision {NEXT}: first. Adds recall_v4 and a column.\n"
     up_file.write_text(up_file.read_text().replace(f"-- prism-memory schema revision {NEXT}: first. {PLACEHOLDER}\n", header)
                        .replace("{{pin_search_path}}\n", "{{pin_search_path}}\n\nalter table {{entries}} add column note text;\n"))
-    down_file.write_text(down_file.read_text().replace("recall_v4(/* its argument types */)", "recall_v4()")
+    after = "select 'written after the drops';\n"  # what needs the functions, as grants on restored ones
+    down_file.write_text(down_file.read_text().replace("recall_v4(/* its argument types */);\n", f"recall_v4();\n\n{after}")
                          .replace("{{pin_search_path}}\n", "{{pin_search_path}}\n\nalter table {{entries}} drop column note;\n"))
 
     for step, edit in enumerate(("(amended)", "(amended again)")):
@@ -289,11 +290,11 @@ def test_amend_recuts_the_newest_revision_and_keeps_what_its_author_wrote(scratc
         assert edit in upgrade and "(first cut)" not in upgrade and ADDED in upgrade
         assert dict(sql_source.file_blocks(down))["functions/recall_v3.sql"] == released_recall
         assert dict(sql_source.file_blocks(down))["functions/count_entries_v1.sql"] == released_count
-        assert "drop function {{schema}}.recall_v4();\n" in down
+        assert f"drop function {{{{schema}}}}.recall_v4();\n\n{after}\nreset search_path;\n" in down
 
 
-def test_amend_refuses_a_released_revision(scratch):
-    assert LAST in RELEASED
+def test_amend_refuses_a_released_revision(scratch, monkeypatch):
+    monkeypatch.setitem(RELEASED, LAST, rendering_digest(LAST))  # the newest revision, released
     count = sql_source.FUNCTIONS_DIR / "count_entries_v1.sql"
     count.write_text(count.read_text() + "-- edited\n")
     before = {path.name: path.read_bytes() for path in sql_source.MIGRATIONS_SQL_DIR.iterdir()}

@@ -48,7 +48,7 @@ def test_a_head_install_equals_the_migrated_chain(server_dsn, config):
     # The comparison covers what it claims to: attributes, ACLs, policies and the revision.
     kinds = {kind for kind, _, _ in expected}
     assert {"function", "function acl", "policy", "statistics", "type", "alembic"} <= kinds
-    [recall] = [body for name, body in functions(expected).items() if name.startswith("recall_v2(")]
+    [recall] = [body for name, body in functions(expected).items() if name.startswith("recall_v3(")]
     assert "SECURITY DEFINER" in recall and "SET search_path TO 'pg_catalog'" in recall
     assert ("alembic", "version_num", REVISIONS[-1]) in expected
 
@@ -150,22 +150,42 @@ def test_install_lists_every_head_function_once():
         assert listed.count("create or replace function {{schema}}." + name + "(") == 1, name
 
 
-def test_the_head_downgraded_to_0006_lets_the_application_role_call_the_retired_functions(server_dsn):
-    """grant_app_role at head grants recall_v2 and correct_v2; a 0006 application calls recall_v1 and correct_v1."""
+#: The functions revision 0016 retired, which its downgrade restores.
+RETIRED_IN_0016 = (
+    "recall_v2(text, text, text, vector, text, integer, integer, boolean, text, timestamptz, double precision, "
+    "double precision, double precision, boolean)",
+    "remember_v1(text, text, text, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz)",
+    "remember_batch_v1(text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], "
+    "timestamptz)",
+    "list_entries_v1(text, text, text, bigint, text, integer, boolean)",
+    "retention_candidates_v1(text, text, text, double precision, integer, integer, timestamptz)",
+)
+
+
+def test_the_head_downgraded_lets_the_application_role_call_the_retired_functions(server_dsn):
+    """grant_app_role at head grants recall_v3 and correct_v2; a 0015 application calls recall_v2 and the other
+    functions 0016 retired, and a 0006 application recall_v1 and correct_v1."""
     dsn, role = server_dsn("src_app_role"), "src_app_role"
     config = SchemaConfig(dimensions=16)
     migrate(dsn, config)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f"create role {role} login")
+
+    def executable(functions) -> None:
+        with psycopg.connect(make_conninfo(dsn, user=role)) as conn:
+            for function in functions:
+                assert conn.execute("select has_function_privilege(%s, 'execute')",
+                                    (f"prism_memory.{function}",)).fetchone() == (True,), function
+
     try:
         with pytest.warns(UserWarning, match="superuser"):  # the test install is owned by postgres
             grant_app_role(dsn, role, config)
+        downgrade(dsn, config, "0015")
+        executable(RETIRED_IN_0016)
         downgrade(dsn, config, "0006")
+        executable(("recall_v1(text, text, text, vector, text, integer, integer, boolean, text, timestamptz)",
+                    "correct_v1(text, text, text, text, text, vector, timestamptz)"))
         with psycopg.connect(make_conninfo(dsn, user=role)) as conn:
-            for function in ("recall_v1(text, text, text, vector, text, integer, integer, boolean, text, timestamptz)",
-                             "correct_v1(text, text, text, text, text, vector, timestamptz)"):
-                assert conn.execute("select has_function_privilege(%s, 'execute')",
-                                    (f"prism_memory.{function}",)).fetchone() == (True,), function
             # Not PUBLIC's: another role still may not.
             assert conn.execute("select has_function_privilege('public', 'prism_memory.correct_v1(text, text, text, "
                                 "text, text, vector, timestamptz)', 'execute')").fetchone() == (False,)

@@ -148,7 +148,7 @@ async def test_invalid_scoring_raises_a_typed_error_on_both_backends(backends, s
 
 def test_the_sql_function_checks_scoring_for_direct_callers(pg_dsn):
     vector = "array_fill(1, array[64])::vector"
-    call = f"select count(*) from prism_memory.recall_v2('t', 'r', 'th', {vector}, 'q', p_recency_weight => %s, p_half_life_ms => %s)"
+    call = f"select count(*) from prism_memory.recall_v3('t', 'r', 'th', {vector}, 'q', p_recency_weight => %s, p_half_life_ms => %s)"
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         for weight, half_life in ((1.5, 10.0), (0.5, None), (0.5, 0.0), (float("nan"), 10.0)):
             with pytest.raises(psycopg.Error) as caught:

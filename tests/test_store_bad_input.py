@@ -64,7 +64,7 @@ def share(ids=("kept",), child=("user-ada", "thread-2"), expires_at=None):
 
 # (label, call on (vector store, working store), error, where the rule lives)
 CASES = [
-    # assert_scope_v1 (PM001)
+    # assert_scope_v2 (PM001)
     ("blank tenant", lambda s, w: s.remember(Scope(" ", "r", "t"), [record()], now=NOW), InvalidScopeError, "PM001"),
     ("tenant over 256 bytes", recall(Scope("é" * 129, "r", "t")), InvalidScopeError, "PM001"),
     ("no thread", lambda s, w: s.remember(Scope("t1", "r"), [record()], now=NOW), InvalidScopeError, "PM001"),
@@ -73,7 +73,7 @@ CASES = [
     ("blank child thread", share(child=("user-ada", " ")), InvalidScopeError, "PM001"),
     ("tenant not a string", lambda s, w: s.count_by_thread(Scope(7, "r", "t")), InvalidScopeError, PYTHON),
     ("NUL in resource", recall(Scope("t1", "r\x00", "t")), InvalidScopeError, PYTHON),
-    # remember_v1 (PM002, PM003, PM004)
+    # remember_v2 (PM002, PM003, PM004)
     ("blank id", remember(id=" "), InvalidEntryError, "PM002"),
     ("id over 512 bytes", remember(id="x" * 513), InvalidEntryError, "PM002"),
     ("blank text", remember(text="\u2028 "), InvalidEntryError, "PM002"),
@@ -97,14 +97,14 @@ CASES = [
     ("importance too large for a float", remember(importance=10**400), InvalidEntryError, PYTHON),
     ("naive consent time", remember(consent=MemoryConsent(granted_at=datetime(2026, 1, 1))), InvalidEntryError, PYTHON),
     ("text embedding", remember(embedding="1,2"), InvalidEmbeddingError, PYTHON),
-    # recall_v2 and scoring_weights_v1 (PM001, PM003, PM004, PM005, PM006, PM015)
+    # recall_v3 and scoring_weights_v1 (PM001, PM003, PM004, PM005, PM006, PM015)
     ("top_k 0", recall(top_k=0), LimitExceededError, "PM005"),
     ("top_k 33", recall(top_k=33), LimitExceededError, "PM005"),
     ("message_range 5", recall(message_range=5), LimitExceededError, "PM005"),
     ("query over 64 KiB", recall(text="q" * 70000), PayloadTooLargeError, "PM006"),
     ("empty query", recall(text=""), InvalidQueryError, "PM008"),
     ("blank query", recall(text=" \t\u3000"), InvalidQueryError, "PM008"),
-    # recall_v2 refuses a blank parent thread but has no 256-byte cap: the store applies the whole id rule
+    # recall_v3 checks the parent thread too (PM001), but after the scoring weights: the stores check it first
     ("blank parent thread", recall(share_from_parent_thread_id=" "), InvalidScopeError, PYTHON),
     ("recency weight 2", recall(scoring=RecallScoringOptions(2.0, half_life_ms=1.0)), InvalidScoringError, "PM015"),
     ("recency without half-life", recall(scoring=RecallScoringOptions(0.5)), InvalidScoringError, "PM015"),
@@ -210,7 +210,7 @@ RAG_CASES += [
 ]
 
 
-#: "entry 2", "chunk 1": a batch position, as remember_v1 / rag_upsert_v1 and the emulator word it.
+#: "entry 2", "chunk 1": a batch position, as remember_v2 / rag_upsert_v1 and the emulator word it.
 POSITION = re.compile(r"\b(entry|chunk) (\d+)\b")
 
 

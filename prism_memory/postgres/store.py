@@ -183,7 +183,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         scope_ids = _scope(scope)
         vector = embedding_values(query_embedding, "the query embedding")
         check_text(query_text, "the query text", InvalidQueryError)
-        if share_from_parent_thread_id is not None:  # recall_v3 checks it is not blank, not its 256-byte cap
+        if share_from_parent_thread_id is not None:  # here before the scoring, as the emulator; recall_v3 after it
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         scoring = scoring_numbers(scoring)
         check_bool(explain, "explain", LimitExceededError)
@@ -407,7 +407,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
 
 
 def _scope(scope: Scope) -> tuple[str, str, str | None]:
-    """The scope's ids as sent (:func:`scope_texts`); ``assert_scope_v1`` checks them (PM001)."""
+    """The scope's ids as sent (:func:`scope_texts`); ``assert_scope_v2`` checks them (PM001)."""
     return scope_texts(scope)
 
 

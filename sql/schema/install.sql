@@ -26,7 +26,8 @@ create schema if not exists {{schema}};
 
 -- The tokenizer first: the entries' and chunks' generated text_tsv column calls
 -- lexical_terms_v2, which stems with the dictionary text_search.sql creates.
--- (lexical_terms_v1, text_tsv's tokenizer before revision 0010, is kept.)
+-- (lexical_terms_v1, text_tsv's tokenizer before revision 0010, stays: the hash
+-- embedder's features, prism_memory/lexical.py, are its terms.)
 \ir text_search.sql
 \ir functions/lexical_terms_v1.sql
 \ir functions/lexical_cjk_tokens_v2.sql

@@ -10,7 +10,7 @@
 -- role granted a table directly sees only the rows of the tenant named by its
 -- prism_memory.tenant_id setting, none without one.
 
--- One row of an entry as set_consent_v1, correct_v2 and list_entries_v1 return it.
+-- One row of an entry as set_consent_v1, correct_v2 and list_entries_v2 return it.
 create type {{schema}}.entry_record_v1 as (
   id text, text text, metadata jsonb, sequence bigint, importance double precision,
   consent_source text, consent_scope text, consent_visible boolean,

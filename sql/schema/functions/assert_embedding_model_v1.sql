@@ -8,9 +8,7 @@ language plpgsql immutable
 set search_path from current
 as $$
 begin
-  if p_model_id is null or is_blank_v1(p_model_id) or octet_length(p_model_id) > 256 then
-    raise exception 'the embedding model id must be a non-blank string of at most 256 bytes' using errcode = 'PM017';
-  end if;
+  perform assert_id_v1(p_model_id, 'the embedding model id', 256, 'PM017');
   if p_dimensions is null or p_dimensions not between 1 and 16000 then
     raise exception 'the embedding model''s width must be between 1 and 16000, got %', p_dimensions
       using errcode = 'PM017';

@@ -20,7 +20,7 @@ declare
   v_record {{schema}}.entry_record_v1;
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
-  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
   perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
   if p_text is null or is_blank_v1(p_text) then
     raise exception 'the corrected text must not be blank' using errcode = 'PM002';
@@ -29,7 +29,7 @@ begin
     raise exception 'the corrected text is over the 64 MiB hard cap' using errcode = 'PM006';
   end if;
   perform assert_embedding_v1(p_embedding, 'the embedding');
-  perform assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, vector_dims(p_embedding));
+  perform assert_dimensions_v2(p_tenant_id, p_resource_id, p_thread_id, vector_dims(p_embedding));
   perform 1 from {{entries}} e
   where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
     and e.thread_id = p_thread_id and e.id = p_entry_id

@@ -6,7 +6,7 @@ as $$
 declare
   v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
 begin
-  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
   return (select count(*) from {{entries}} e
           where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id);
 end;

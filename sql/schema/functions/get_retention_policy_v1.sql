@@ -11,7 +11,7 @@ as $$
 declare
   v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
 begin
-  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, false);
+  perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, false);
   return query
     select max(p.max_age_days) filter (where p.thread_id = ''),
            max(p.max_age_days) filter (where p.thread_id <> '')

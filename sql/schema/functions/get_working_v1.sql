@@ -7,7 +7,7 @@ as $$
 declare
   v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
 begin
-  perform {{schema}}.assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, false);
+  perform {{schema}}.assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, false);
   return query
     select w.data, w.version, w.created_at, w.updated_at
     from {{working}} w

@@ -34,7 +34,7 @@ declare
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
   perform assert_now_v1(p_now);  -- expiry is measured against it
-  perform assert_scope_v1(p_tenant_id, p_resource_id, null, false);
+  perform assert_scope_v2(p_tenant_id, p_resource_id, null, false);
   perform assert_resource_cursor_v1(p_after_thread_id, p_after_sequence, p_after_id);
   if p_limit is null or p_limit not between 1 and 64 then
     raise exception 'limit must be between 1 and 64, got %', p_limit using errcode = 'PM005';

@@ -1,6 +1,6 @@
 -- Takes the transaction-level advisory lock p_key, which serialises the
 -- writers of one of p_tenant_id's threads or RAG scopes (lock_thread_v1,
--- remember_batch_v1, rag_upsert_v1). Under Citus the lock must be taken on
+-- remember_batch_v2, rag_upsert_v1). Under Citus the lock must be taken on
 -- the node that holds the tenant's shards, where every delegated call runs
 -- and takes its locks. A call Citus did not delegate (any shape but
 -- "select f(...)" or "select * from f(...)", or a call from another

@@ -18,7 +18,7 @@ declare
   v_ids text[];
   v_deleted integer := 0;
 begin
-  perform assert_scope_v1(p_tenant_id, p_resource_id, null, false);
+  perform assert_scope_v2(p_tenant_id, p_resource_id, null, false);
   if coalesce(cardinality(p_ids), 0) not between 1 and 64
      or coalesce(cardinality(p_thread_ids), 0) <> cardinality(p_ids) then
     raise exception 'purge_resource: between 1 and 64 (thread, id) pairs per call, got % threads and % ids',

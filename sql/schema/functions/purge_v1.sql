@@ -13,7 +13,7 @@ declare
   v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
   v_ids text[];
 begin
-  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
   perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
   if coalesce(cardinality(p_ids), 0) not between 1 and 64 then
     raise exception 'purge: between 1 and 64 ids per call, got %', coalesce(cardinality(p_ids), 0)

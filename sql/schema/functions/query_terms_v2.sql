@@ -1,11 +1,11 @@
--- The lexical terms a query is scored by since revision 0010 (recall_v2,
+-- The lexical terms a query is scored by since revision 0010 (recall_v3,
 -- rag_lexical_query_v1): the terms lexical_tokens_v2 finds in the first
 -- 100,000 characters of p_text, keeping only the first 32 distinct ones in
 -- order of appearance, returned in code-point order. The cap bounds what one
--- query costs (revision 0008, query_terms_v1). The text is read in growing
--- prefixes, each without its last piece (maybe a term cut in two), until 32
--- distinct terms are found, so a long query costs little more than a short
--- one to tokenize. prism_memory/lexical.py mirrors it (query_terms_v2).
+-- query costs. The text is read in growing prefixes, each without its last
+-- piece (maybe a term cut in two), until 32 distinct terms are found, so a
+-- long query costs little more than a short one to tokenize.
+-- prism_memory/lexical.py mirrors it (query_terms_v2).
 create or replace function {{schema}}.query_terms_v2(p_text text) returns text[]
 language plpgsql immutable strict parallel safe
 set search_path from current

@@ -6,17 +6,11 @@ language plpgsql immutable
 set search_path from current
 as $$
 begin
-  if p_principal_id is null or is_blank_v1(p_principal_id) or octet_length(p_principal_id) > 256 then
-    raise exception 'an ACL read needs a principal_id: a non-blank string of at most 256 bytes'
-      using errcode = 'PM013';
-  end if;
+  perform assert_id_v1(p_principal_id, 'principal_id', 256, 'PM013');
   if coalesce(cardinality(p_group_ids), 0) > 1024 then
     raise exception 'an ACL read names at most 1024 groups, got %', cardinality(p_group_ids)
       using errcode = 'PM013';
   end if;
-  if exists (select 1 from unnest(p_group_ids) as g(id)
-             where g.id is null or is_blank_v1(g.id) or octet_length(g.id) > 256) then
-    raise exception 'group ids must be non-blank strings of at most 256 bytes' using errcode = 'PM013';
-  end if;
+  perform assert_id_v1(g.id, 'group id', 256, 'PM013') from unnest(p_group_ids) as g(id) where not is_id_v1(g.id, 256);
 end;
 $$;

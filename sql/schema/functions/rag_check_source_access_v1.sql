@@ -11,12 +11,8 @@ as $$
 declare
   v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
 begin
-  if p_tenant_id is null or is_blank_v1(p_tenant_id) or octet_length(p_tenant_id) > 256 then
-    raise exception 'tenant_id must be a non-blank string of at most 256 bytes' using errcode = 'PM001';
-  end if;
-  if p_source_id is null or is_blank_v1(p_source_id) or octet_length(p_source_id) > 512 then
-    raise exception 'source_id must be a non-blank string of at most 512 bytes' using errcode = 'PM002';
-  end if;
+  perform assert_id_v1(p_tenant_id, 'tenant_id', 256, 'PM001');
+  perform assert_id_v1(p_source_id, 'source_id', 512, 'PM002');
   perform rag_assert_principal_v1(p_principal_id, p_group_ids);
   return exists (
     select 1 from {{rag_source_acl}} a

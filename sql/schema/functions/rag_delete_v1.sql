@@ -12,7 +12,7 @@ declare
   v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
   v_deleted integer;
 begin
-  perform rag_assert_scope_v1(p_tenant_id, p_scope);
+  perform assert_scope_v2(p_tenant_id, p_scope, null, false, 'scope');
   perform rag_assert_generation_v1(p_generation);
   if p_ids is null and p_source_id is null and p_generation is null then
     raise exception 'delete needs ids, a source_id or a generation' using errcode = 'PM002';

@@ -15,9 +15,7 @@ declare
   v_generation bigint := rag_read_generation_v1(p_tenant_id, p_scope, 1, null, p_acl,
                                                 p_principal_id, p_group_ids, p_generation);
 begin
-  if p_source_id is null or is_blank_v1(p_source_id) or octet_length(p_source_id) > 512 then
-    raise exception 'source_id must be a non-blank string of at most 512 bytes' using errcode = 'PM002';
-  end if;
+  perform assert_id_v1(p_source_id, 'source_id', 512, 'PM002');
   if p_limit is null or p_limit < 1 or p_limit > 1000 then
     raise exception 'limit must be between 1 and 1000, got %', p_limit using errcode = 'PM005';
   end if;

@@ -7,7 +7,7 @@ as $$
 declare
   v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
 begin
-  perform rag_assert_scope_v1(p_tenant_id, p_scope);
+  perform assert_scope_v2(p_tenant_id, p_scope, null, false, 'scope');
   return coalesce((select g.generation from {{rag_scope_generations}} g
                    where g.tenant_id = p_tenant_id and g.scope = p_scope), 0);
 end;

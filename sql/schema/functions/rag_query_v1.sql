@@ -34,7 +34,7 @@ declare
   v_ids text[];
 begin
   perform assert_embedding_v1(p_embedding, 'the query embedding');
-  perform rag_assert_dimensions_v1(p_tenant_id, p_scope, vector_dims(p_embedding));
+  perform assert_dimensions_v2(p_tenant_id, p_scope, null, vector_dims(p_embedding));
   if p_acl then
     v_sources := array(
       select a.source_id from {{rag_source_acl}} a

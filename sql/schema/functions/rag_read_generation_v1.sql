@@ -8,7 +8,7 @@ language plpgsql stable
 set search_path from current
 as $$
 begin
-  perform rag_assert_scope_v1(p_tenant_id, p_scope);
+  perform assert_scope_v2(p_tenant_id, p_scope, null, false, 'scope');
   perform rag_assert_generation_v1(p_generation);
   if p_top_k is null or p_top_k < 1 or p_top_k > 32 then
     raise exception 'top_k must be between 1 and 32, got %', p_top_k using errcode = 'PM005';

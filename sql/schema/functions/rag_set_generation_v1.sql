@@ -8,7 +8,7 @@ as $$
 declare
   v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
 begin
-  perform rag_assert_scope_v1(p_tenant_id, p_scope);
+  perform assert_scope_v2(p_tenant_id, p_scope, null, false, 'scope');
   if p_generation is null then
     raise exception 'generation is required' using errcode = 'PM002';
   end if;

@@ -15,23 +15,17 @@ declare
   v_current bigint;
   v_granted integer;
 begin
-  if p_tenant_id is null or is_blank_v1(p_tenant_id) or octet_length(p_tenant_id) > 256 then
-    raise exception 'tenant_id must be a non-blank string of at most 256 bytes' using errcode = 'PM001';
-  end if;
-  if p_source_id is null or is_blank_v1(p_source_id) or octet_length(p_source_id) > 512 then
-    raise exception 'source_id must be a non-blank string of at most 512 bytes' using errcode = 'PM002';
-  end if;
+  perform assert_id_v1(p_tenant_id, 'tenant_id', 256, 'PM001');
+  perform assert_id_v1(p_source_id, 'source_id', 512, 'PM002');
   if p_access_version is null or p_access_version < 0 then
     raise exception 'access_version must be an integer >= 0' using errcode = 'PM002';
   end if;
   if coalesce(cardinality(p_principal_ids), 0) + coalesce(cardinality(p_group_ids), 0) > 1024 then
     raise exception 'a source has at most 1024 grants' using errcode = 'PM005';
   end if;
-  if exists (select 1 from unnest(coalesce(p_principal_ids, '{}') || coalesce(p_group_ids, '{}')) as g(id)
-             where g.id is null or is_blank_v1(g.id) or octet_length(g.id) > 256) then
-    raise exception 'principal and group ids must be non-blank strings of at most 256 bytes'
-      using errcode = 'PM013';
-  end if;
+  perform assert_id_v1(g.id, 'a principal or group id', 256, 'PM013')
+  from unnest(coalesce(p_principal_ids, '{}') || coalesce(p_group_ids, '{}')) as g(id)
+  where not is_id_v1(g.id, 256);
 
   insert into {{rag_source_version}} (tenant_id, source_id, access_version, updated_at)
   values (p_tenant_id, p_source_id, p_access_version, now())

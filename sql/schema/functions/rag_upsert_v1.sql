@@ -16,7 +16,7 @@ declare
   v_generation bigint;
   v_problem text;
 begin
-  perform rag_assert_scope_v1(p_tenant_id, p_scope);
+  perform assert_scope_v2(p_tenant_id, p_scope, null, false, 'scope');
   perform rag_assert_generation_v1(p_generation);
   if v_count = 0 then
     return 0;
@@ -31,30 +31,26 @@ begin
      or coalesce(cardinality(p_access_versions), v_count) <> v_count then
     raise exception 'rag_upsert_v1: the argument arrays differ in length' using errcode = 'PM002';
   end if;
-  select case
-           when c.id is null or is_blank_v1(c.id) or octet_length(c.id) > 512
-             then format('chunk %s: id must be a non-blank string of at most 512 bytes', c.ord)
-           when c.source_id is null or is_blank_v1(c.source_id) or octet_length(c.source_id) > 512
-             then format('chunk %s (%s): source_id must be a non-blank string of at most 512 bytes', c.ord, c.id)
-           when c.text is null or is_blank_v1(c.text)
-             then format('chunk %s (%s): text must not be blank', c.ord, c.id)
-           when c.metadata is not null and jsonb_typeof(c.metadata) <> 'object'
-             then format('chunk %s (%s): metadata must be a JSON object', c.ord, c.id)
-           when c.access_version < 0
-             then format('chunk %s (%s): access_version must be >= 0', c.ord, c.id)
-           when c.embedding is null
-             then format('chunk %s (%s): embedding is missing', c.ord, c.id)
-         end
-  into v_problem
-  from unnest(p_ids, p_source_ids, p_texts, p_metadata, p_access_versions, p_embeddings)
-         with ordinality as c(id, source_id, text, metadata, access_version, embedding, ord)
-  where c.id is null or is_blank_v1(c.id) or octet_length(c.id) > 512
-     or c.source_id is null or is_blank_v1(c.source_id) or octet_length(c.source_id) > 512
-     or c.text is null or is_blank_v1(c.text)
-     or (c.metadata is not null and jsonb_typeof(c.metadata) <> 'object')
-     or c.access_version < 0
-     or c.embedding is null
-  order by c.ord
+  -- The first problem of the first chunk that has one.
+  select x.problem into v_problem
+  from (select c.ord, case
+                 when not is_id_v1(c.id, 512)
+                   then format('chunk %s: id must be a non-blank string of at most 512 bytes', c.ord)
+                 when not is_id_v1(c.source_id, 512)
+                   then format('chunk %s (%s): source_id must be a non-blank string of at most 512 bytes', c.ord, c.id)
+                 when c.text is null or is_blank_v1(c.text)
+                   then format('chunk %s (%s): text must not be blank', c.ord, c.id)
+                 when c.metadata is not null and jsonb_typeof(c.metadata) <> 'object'
+                   then format('chunk %s (%s): metadata must be a JSON object', c.ord, c.id)
+                 when c.access_version < 0
+                   then format('chunk %s (%s): access_version must be >= 0', c.ord, c.id)
+                 when c.embedding is null
+                   then format('chunk %s (%s): embedding is missing', c.ord, c.id)
+               end as problem
+        from unnest(p_ids, p_source_ids, p_texts, p_metadata, p_access_versions, p_embeddings)
+               with ordinality as c(id, source_id, text, metadata, access_version, embedding, ord)) as x
+  where x.problem is not null
+  order by x.ord
   limit 1;
   if v_problem is not null then
     raise exception '%', v_problem using errcode = 'PM002';
@@ -74,7 +70,7 @@ begin
   -- Serialises the scope's writers: an unpinned scope's first width is fixed
   -- before a second writer checks it.
   perform lock_key_v1(p_tenant_id, hashtextextended('rag' || chr(31) || p_tenant_id || chr(31) || p_scope, 0));
-  perform rag_assert_dimensions_v1(p_tenant_id, p_scope, vector_dims(p_embeddings[1]));
+  perform assert_dimensions_v2(p_tenant_id, p_scope, null, vector_dims(p_embeddings[1]));
   v_generation := coalesce(p_generation, rag_get_generation_v1(p_tenant_id, p_scope));
 
   insert into {{rag_chunk}} as t

@@ -55,7 +55,8 @@
 -- Exact or approximate: the thread is ranked exactly, and so are the
 -- resource's other threads while they hold fewer than 5,000 travelling
 -- entries; above that, on an install pinned to at most 2,000 dimensions,
--- those are read through their HNSW index and re-ranked exactly (below).
+-- those are read through their HNSW index and re-ranked exactly
+-- (recall_travellers_v1).
 --
 -- Plan: cached generic plans (planning per call costs more than the scan of
 -- a thread), but for the HNSW read, planned per call. On a distributed
@@ -67,16 +68,17 @@
 -- fast path: retention_cutoff_v1, the tombstones, recall_bounds_v1,
 -- recall_rescore_v1, recall_rows_v1. Plain index scans and merge joins are
 -- off, so a thread is read by a bitmap scan. Each source of entries (the
--- thread, the resource's other threads, the grants) gives its own best
--- candidates (top_k, or top_k x 4 with scoring: recall_candidate_v1, in score
--- order): a plain recall of one thread returns the thread's as they are, otherwise one
--- statement ranks them together, blends, adds adjacency and gate counts. Hits
--- and adjacent rows are joined back to their entries by tenant and ctid (the
--- row scored, same snapshot; ctids repeat across a distributed table's
--- shards). Errors: PM001 scope, PM005 top_k (1..32), message_range (0..4),
--- a NULL explain or across_threads, PM006 a query over 64 KiB, PM008 a blank
--- query, PM003/PM004 the query embedding, PM015 scoring weights, PM017/PM018
--- the embedding model.
+-- thread, the resource's other threads, the live grants: recall_grants_v1)
+-- gives its own best candidates (top_k, or top_k x 4 with scoring:
+-- recall_candidate_v1, in score order): a plain recall of one thread returns
+-- the thread's as they are, otherwise one statement ranks them together,
+-- blends, adds adjacency and the gate counts (recall_gates_v1). Hits and
+-- adjacent rows are joined back to their entries by tenant and ctid (the row
+-- scored, same snapshot; ctids repeat across a distributed table's shards).
+-- Errors: PM001 scope and parent thread, PM005 top_k (1..32), message_range
+-- (0..4), a NULL explain or across_threads, PM006 a query over 64 KiB, PM008
+-- a blank query, PM003/PM004 the query embedding, PM015 scoring weights,
+-- PM017/PM018 the embedding model.
 create or replace function {{schema}}.recall_v3(
   p_tenant_id text, p_resource_id text, p_thread_id text,
   p_query_embedding vector, p_query_text text default '',
@@ -107,23 +109,18 @@ declare
   v_width integer;
   v_keep integer;                 -- candidates per source: top_k, or top_k x 4 with scoring
   v_cutoff timestamptz;           -- the oldest created_at still live in the thread
-  v_resource_cutoff timestamptz;  -- ... in the resource's other threads, before their own policies
   v_candidates {{schema}}.recall_candidate_v1[];
   v_probe integer;                -- rows read and bounded, whose lexical leg is then scored
-  v_probes {{schema}}.recall_probe_v1[];
   v_tombstones text[];            -- the thread's tombstoned entry ids
   v_row_ids tid[];                -- the rows the first pass kept
   v_probed bigint;
   v_floor double precision;       -- the highest score a row left out could have
-  v_exact boolean;                -- the travellers are ranked exactly (else read through HNSW)
-  v_found {{schema}}.recall_candidate_v1[];
-  v_bar double precision;         -- the thread's own v_keep-th best score: what another must beat
   v_recorded record;
   v_foreign text[] := '{}';       -- the resource's other threads whose entries another model of this width embedded
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
   perform assert_now_v1(p_now);  -- expiry is measured against it
-  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
   if p_top_k is null or p_top_k < 1 or p_top_k > 32 then
     raise exception 'top_k must be between 1 and 32, got %', p_top_k using errcode = 'PM005';
   end if;
@@ -138,8 +135,8 @@ begin
   if p_query_text is null or is_blank_v1(p_query_text) then
     raise exception 'the query text must not be blank' using errcode = 'PM008';
   end if;
-  if p_share_parent_thread_id is not null and is_blank_v1(p_share_parent_thread_id) then
-    raise exception 'share_from_parent_thread_id must not be blank' using errcode = 'PM001';
+  if p_share_parent_thread_id is not null then
+    perform assert_id_v1(p_share_parent_thread_id, 'share_from_parent_thread_id', 256, 'PM001');
   end if;
   if p_explain is null then
     raise exception 'explain must be true or false' using errcode = 'PM005';
@@ -149,7 +146,7 @@ begin
   end if;
   perform assert_embedding_v1(p_query_embedding, 'the query embedding');
   v_width := vector_dims(p_query_embedding);
-  perform assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, v_width);
+  perform assert_dimensions_v2(p_tenant_id, p_resource_id, p_thread_id, v_width);
   if p_model_id is not null then
     -- The embedding-model guard (use_embedding_model_v1 keeps the records): the
     -- thread, while it holds entries, and the parent thread of each live grant,
@@ -170,14 +167,11 @@ begin
     end if;
     if p_share_parent_thread_id is not null then
       for v_recorded in
-        select g.resource_id, g.parent_thread_id as thread_id, g.source_ids, m.model_id
-        from {{share_grant}} g
+        select g.resource_id, g.thread_id, g.source_ids, m.model_id
+        from recall_grants_v1(p_tenant_id, p_resource_id, p_thread_id, p_share_parent_thread_id, p_now) as g
         join {{embedding_model}} m
-          on m.tenant_id = p_tenant_id and m.resource_id = g.resource_id and m.thread_id = g.parent_thread_id
-        where g.tenant_id = p_tenant_id and g.child_resource_id = p_resource_id
-          and g.child_thread_id = p_thread_id and g.parent_thread_id = p_share_parent_thread_id
-          and (g.expires_at is null or g.expires_at > p_now)
-          and m.dimensions = v_width and m.model_id <> p_model_id
+          on m.tenant_id = p_tenant_id and m.resource_id = g.resource_id and m.thread_id = g.thread_id
+        where m.dimensions = v_width and m.model_id <> p_model_id
         order by g.resource_id collate "C"
       loop
         if exists (select 1 from {{entries}} e
@@ -249,101 +243,11 @@ begin
   end if;
 
   if p_across_threads then
-    -- The best of the resource's other threads, among the entries that may leave
-    -- them (the travellers, which have an index of their own). Up to 5,000 of them
-    -- are ranked exactly, as the thread's own are. Over that, on an install with
-    -- the travellers' HNSW index (a pinned width of at most 2,000), the nearest
-    -- are read through it (pgvector's iterative scan, planned per call so that the
-    -- planner sees the resource's size), 256, then 786 if need be, until the
-    -- v_keep-th best exact score (theirs, or the thread's own, v_bar) beats every
-    -- similarity left out plus 0.25: exact when that holds (and HNSW orders
-    -- exactly), approximate otherwise. If fewer than v_keep of them pass every
-    -- gate (HNSW ran dry, or tombstones and thread policies, applied after it,
-    -- removed them), every traveller is ranked exactly after all, so a recall
-    -- always returns min(top_k, matches).
-    v_bar := (v_candidates[v_keep]).similarity + 0.25::float8 * (v_candidates[v_keep]).lexical;
-    v_resource_cutoff := retention_cutoff_v1(p_tenant_id, p_resource_id, null, p_now);
-    v_exact := true;
-    if {{dimensions}}::integer <= 2000 then
-      -- Counted from the travellers' index alone (an index-only scan).
-      perform set_config('enable_indexscan', 'on', true), set_config('enable_bitmapscan', 'off', true);
-      select count(*) < 5000 into v_exact
-      from (select 1 from {{entries}} e
-            where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id <> p_thread_id
-              and leaves_thread_v1(e.consent_scope)
-            limit 5000) as x;
-      perform set_config('enable_indexscan', 'off', true), set_config('enable_bitmapscan', 'on', true);
-    end if;
-    v_probe := greatest(256, 8 * v_keep);
-    loop
-      if v_exact then
-        select c.probes, c.probed, c.floor into v_probes, v_probed, v_floor
-        from (
-          with probed as materialized (  -- as the thread's own: one narrow pass, then the best bounds read again
-            select e.ctid as row_id,
-                   (1::float8 - (e.embedding <=> p_query_embedding))
-                   + case when e.text_tsv @@ v_any_term then 0.25::float8 else 0::float8 end as upper
-            from {{entries}} e
-            where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id <> p_thread_id
-              and leaves_thread_v1(e.consent_scope) and vector_dims(e.embedding) = v_width
-              and e.thread_id <> all (v_foreign)
-              and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
-                                   p_require_consent)
-              and is_live_v1(e.created_at, e.expires_at, v_resource_cutoff, p_now)
-            order by upper desc
-            limit v_probe
-          )
-          select array(select row(e.ctid, p_resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,
-                                  1::float8 - (e.embedding <=> p_query_embedding), e.text_tsv,
-                                  e.expires_at)::{{schema}}.recall_probe_v1
-                       from probed p
-                       join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = p.row_id) as probes,
-                 (select count(*) from probed) as probed, (select min(p.upper) from probed p) as floor
-        ) as c;
-      else
-        perform set_config('enable_indexscan', 'on', true);
-        perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
-        -- A search list a quarter longer than the probe: pgvector's iterative scan
-        -- (when the filters leave fewer rows than asked) costs far more than a
-        -- longer list.
-        perform set_config('hnsw.ef_search', least(1000, v_probe + v_probe / 4 + 16)::text, true);
-        execute 'select coalesce(array_agg(row(p.row_id, $2, p.thread_id, p.id, p.sequence, p.importance,'
-                || ' p.created_at, p.similarity, p.text_tsv, p.expires_at)::{{schema}}.recall_probe_v1), ''{}''),'
-                || ' count(*), min(p.similarity) + 0.25::float8'
-                || ' from (select e.ctid as row_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,'
-                || ' e.expires_at, e.text_tsv, 1::float8 - (e.embedding <=> $4) as similarity'
-                || ' from {{entries}} e'
-                || ' where e.tenant_id = $1 and e.resource_id = $2 and e.thread_id <> $3 and e.thread_id <> all ($9)'
-                || ' and {{schema}}.leaves_thread_v1(e.consent_scope)'
-                || ' and {{schema}}.is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold,'
-                || ' e.consent_source, $5)'
-                || ' and {{schema}}.is_live_v1(e.created_at, e.expires_at, $6, $7)'
-                || ' order by e.embedding <=> $4 limit $8) as p'
-          into v_probes, v_probed, v_floor
-          using p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, p_require_consent, v_resource_cutoff,
-                p_now, v_probe, v_foreign;
-        perform set_config('enable_indexscan', 'off', true);
-      end if;
-      v_found := recall_top_v1(v_probes, p_tenant_id, p_resource_id, v_terms, v_any_term, v_resource_cutoff,
-                               p_now, v_keep);
-      -- Left-out travellers cannot reach the hits either when they cannot beat
-      -- the thread's own v_keep-th best (v_bar).
-      exit when v_probe is null or (v_exact and v_probed < v_probe)
-                or greatest((v_found[v_keep]).similarity + 0.25::float8 * (v_found[v_keep]).lexical, v_bar) > v_floor;
-      if v_exact then
-        v_probe := null;  -- every traveller
-      elsif cardinality(v_found) < v_keep and (v_probed < v_probe or v_probe >= 786) then
-        -- HNSW ran dry, or the gates applied after it (tombstones, thread
-        -- policies) removed too many of its nearest: every traveller, exactly.
-        v_exact := true;
-        v_probe := null;
-      elsif v_probed < v_probe or v_probe >= 786 then
-        exit;  -- approximate: the nearest through HNSW, ranked exactly
-      else
-        v_probe := 786;  -- its search list fills pgvector's longest, 1,000
-      end if;
-    end loop;
-    v_candidates := v_candidates || v_found;
+    -- The best of the resource's other threads (recall_travellers_v1), which
+    -- must beat the thread's own v_keep-th best score to matter.
+    v_candidates := v_candidates || recall_travellers_v1(
+      p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, v_terms, v_any_term, p_require_consent, v_foreign,
+      p_now, v_keep, (v_candidates[v_keep]).similarity + 0.25::float8 * (v_candidates[v_keep]).lexical);
   end if;
 
   if p_share_parent_thread_id is not null then
@@ -354,16 +258,13 @@ begin
       from (select e.ctid as row_id, e.resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,
                    1::float8 - (e.embedding <=> p_query_embedding) as similarity,
                    lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
-            from (select g.resource_id, g.parent_thread_id, g.source_ids,
-                         retention_cutoff_v1(p_tenant_id, g.resource_id, g.parent_thread_id, p_now) as cutoff
-                  from {{share_grant}} g
-                  where g.tenant_id = p_tenant_id and g.child_resource_id = p_resource_id
-                    and g.child_thread_id = p_thread_id and g.parent_thread_id = p_share_parent_thread_id
-                    and (g.expires_at is null or g.expires_at > p_now)
+            from (select g.resource_id, g.thread_id, g.source_ids,
+                         retention_cutoff_v1(p_tenant_id, g.resource_id, g.thread_id, p_now) as cutoff
+                  from recall_grants_v1(p_tenant_id, p_resource_id, p_thread_id, p_share_parent_thread_id, p_now) as g
                   offset 0) as g
             join {{entries}} e
               on e.tenant_id = p_tenant_id and e.resource_id = g.resource_id
-             and e.thread_id = g.parent_thread_id and e.id = any(g.source_ids)
+             and e.thread_id = g.thread_id and e.id = any(g.source_ids)
             where vector_dims(e.embedding) = v_width
               and not (p_across_threads and e.resource_id = p_resource_id and leaves_thread_v1(e.consent_scope))
               and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
@@ -380,12 +281,8 @@ begin
 
   return query
     with grants as (
-      select g.resource_id, g.parent_thread_id as thread_id, g.source_ids
-      from {{share_grant}} g
-      where p_share_parent_thread_id is not null
-        and g.tenant_id = p_tenant_id and g.child_resource_id = p_resource_id
-        and g.child_thread_id = p_thread_id and g.parent_thread_id = p_share_parent_thread_id
-        and (g.expires_at is null or g.expires_at > p_now)
+      select g.resource_id, g.thread_id, g.source_ids
+      from recall_grants_v1(p_tenant_id, p_resource_id, p_thread_id, p_share_parent_thread_id, p_now) as g
     ), policies as (
       -- The retention cutoffs of the resources read (thread_id '': the resource's own).
       select p.resource_id, p.thread_id, p_now - p.max_age_days * interval '24 hours' as cutoff
@@ -441,36 +338,6 @@ begin
         and not exists (select 1 from {{invalidation}} i
                         where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
                           and i.thread_id = e.thread_id and i.entry_id = e.id)
-    ), gates as (
-      -- Only with p_explain: the thread's entries, the entries live grants name
-      -- and, across threads, the resource's other entries (nothing else of
-      -- another thread), each counted at the first gate that removes it.
-      select case
-               when not (e.resource_id = p_resource_id and e.thread_id = p_thread_id)
-                    and not (vector_dims(e.embedding) = v_width
-                             and ((p_across_threads and e.resource_id = p_resource_id
-                                   and leaves_thread_v1(e.consent_scope) and e.thread_id <> all (v_foreign))
-                                  or exists (select 1 from grants g
-                                             where g.resource_id = e.resource_id and g.thread_id = e.thread_id
-                                               and e.id = any(g.source_ids)))) then 'scope'
-               when e.legal_hold then 'hold'
-               when not is_injectable_v1(e.consent_visible, e.consent_revoked_at, false, e.consent_source,
-                                         p_require_consent) then 'consent'
-               when exists (select 1 from {{invalidation}} i
-                            where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
-                              and i.thread_id = e.thread_id and i.entry_id = e.id) then 'invalidation'
-               when not is_live_v1(e.created_at, e.expires_at, coalesce(greatest(rp.cutoff, tp.cutoff), '-infinity'),
-                                   p_now) then 'expiry'
-             end as gate
-      from {{entries}} e
-      left join policies rp on rp.resource_id = e.resource_id and rp.thread_id = ''
-      left join policies tp on tp.resource_id = e.resource_id and tp.thread_id = e.thread_id
-      where p_explain
-        and e.tenant_id = p_tenant_id
-        and ((e.resource_id = p_resource_id and (e.thread_id = p_thread_id or p_across_threads))
-             or exists (select 1 from grants g
-                        where g.resource_id = e.resource_id and g.thread_id = e.thread_id
-                          and e.id = any(g.source_ids)))
     ), picked as (
       select 'hit'::text as kind,
              (row_number() over (order by h.score desc, h.sequence asc, h.id collate "C" asc,
@@ -491,12 +358,11 @@ begin
     from picked p
     join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = p.row_id  -- the row scored above, in this snapshot
     union all
-    select 'gate'::text, coalesce(n.removed, 0)::integer, null::text, null::text, g.gate, null::text,
+    select 'gate'::text, g.removed, null::text, null::text, g.gate, null::text,
            null::jsonb, null::bigint, null::float8, null::float8, null::float8, null::float8, null::float8,
            null::timestamptz, null::timestamptz
-    from unnest(array['scope', 'hold', 'consent', 'invalidation', 'expiry']) with ordinality as g(gate, position)
-    left join (select x.gate, count(*) as removed from gates x where x.gate is not null group by x.gate) n
-      on n.gate = g.gate
+    from recall_gates_v1(p_tenant_id, p_resource_id, p_thread_id, p_share_parent_thread_id, p_across_threads,
+                         p_require_consent, v_width, v_foreign, p_now) as g
     where p_explain
     order by 1 desc, 2;
 end;

@@ -12,7 +12,7 @@ declare
   v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
   v_updated integer;
 begin
-  perform assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
   perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
   if coalesce(cardinality(p_ids), 0) <> coalesce(cardinality(p_embeddings), 0)
      or coalesce(cardinality(p_ids), 0) <> coalesce(cardinality(p_texts), 0)
@@ -23,7 +23,7 @@ begin
     return 0;
   end if;
   perform assert_embedding_v1(v, 'an embedding') from unnest(p_embeddings) as v;
-  perform assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, vector_dims(v))
+  perform assert_dimensions_v2(p_tenant_id, p_resource_id, p_thread_id, vector_dims(v))
   from unnest(p_embeddings) as v;
   update {{entries}} e set embedding = x.embedding
   from unnest(p_ids, p_texts, p_embeddings) as x(id, text, embedding)

@@ -30,9 +30,7 @@ declare
   v_key bigint;
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
-  if p_tenant_id is null or is_blank_v1(p_tenant_id) then
-    raise exception 'tenant_id must be a non-empty string' using errcode = 'PM001';
-  end if;
+  perform assert_id_v1(p_tenant_id, 'tenant_id', 256, 'PM001');
   if exists (select 1
              from (values (array_ndims(p_resource_ids), array_lower(p_resource_ids, 1)),
                           (array_ndims(p_thread_ids), array_lower(p_thread_ids, 1)),

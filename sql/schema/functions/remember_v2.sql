@@ -38,7 +38,7 @@ declare
   v_offset integer;
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
-  perform {{schema}}.assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, true);
+  perform {{schema}}.assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
   if v_count = 0 then
     return query select 0, '{}'::text[];
     return;
@@ -54,39 +54,32 @@ begin
     raise exception 'remember_v2: the argument arrays differ in length' using errcode = 'PM002';
   end if;
 
-  select case
-           when e.id is null or is_blank_v1(e.id) or octet_length(e.id) > 512
-             then format('entry %s: id must be a non-blank string of at most 512 bytes', e.ord)
-           when e.text is null or is_blank_v1(e.text)
-             then format('entry %s (%s): text must not be blank', e.ord, e.id)
-           when e.metadata is not null and jsonb_typeof(e.metadata) <> 'object'
-             then format('entry %s (%s): metadata must be a JSON object', e.ord, e.id)
-           when e.importance in ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8)
-             then format('entry %s (%s): importance must be finite', e.ord, e.id)
-           when e.sequence not between 0 and 9007199254740991
-             then format('entry %s (%s): sequence must be between 0 and 2^53 - 1', e.ord, e.id)
-           when e.embedding is null
-             then format('entry %s (%s): embedding is missing', e.ord, e.id)
-           when not lineage_is_valid_v1(e.metadata -> '_lineage')
-             then format('entry %s (%s): metadata._lineage must be {"sourceIds": [at most 32 non-blank ids], "reason"?: text}', e.ord, e.id)
-           when not consent_is_valid_v1(e.consent)
-             then format('entry %s (%s): consent must be {"source": user|agent|system, "scope": thread|profile|user, "visible": bool, "grantedAt"?, "revokedAt"?}', e.ord, e.id)
-           when e.expires_at is not null and e.ttl is not null
-             then format('entry %s (%s): give expires_at or ttl, not both', e.ord, e.id)
-         end
-  into v_problem
-  from unnest(p_ids, p_texts, p_metadata, p_importance, p_embeddings, p_sequences, p_consent, p_expires_at, p_ttl)
-         with ordinality as e(id, text, metadata, importance, embedding, sequence, consent, expires_at, ttl, ord)
-  where e.id is null or is_blank_v1(e.id) or octet_length(e.id) > 512
-     or e.text is null or is_blank_v1(e.text)
-     or (e.metadata is not null and jsonb_typeof(e.metadata) <> 'object')
-     or e.importance in ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8)
-     or e.sequence not between 0 and 9007199254740991
-     or e.embedding is null
-     or not lineage_is_valid_v1(e.metadata -> '_lineage')
-     or not consent_is_valid_v1(e.consent)
-     or (e.expires_at is not null and e.ttl is not null)
-  order by e.ord
+  -- The first problem of the first entry that has one.
+  select x.problem into v_problem
+  from (select e.ord, case
+                 when not is_id_v1(e.id, 512)
+                   then format('entry %s: id must be a non-blank string of at most 512 bytes', e.ord)
+                 when e.text is null or is_blank_v1(e.text)
+                   then format('entry %s (%s): text must not be blank', e.ord, e.id)
+                 when e.metadata is not null and jsonb_typeof(e.metadata) <> 'object'
+                   then format('entry %s (%s): metadata must be a JSON object', e.ord, e.id)
+                 when e.importance in ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8)
+                   then format('entry %s (%s): importance must be finite', e.ord, e.id)
+                 when e.sequence not between 0 and 9007199254740991
+                   then format('entry %s (%s): sequence must be between 0 and 2^53 - 1', e.ord, e.id)
+                 when e.embedding is null
+                   then format('entry %s (%s): embedding is missing', e.ord, e.id)
+                 when not lineage_is_valid_v1(e.metadata -> '_lineage')
+                   then format('entry %s (%s): metadata._lineage must be {"sourceIds": [at most 32 non-blank ids], "reason"?: text}', e.ord, e.id)
+                 when not consent_is_valid_v1(e.consent)
+                   then format('entry %s (%s): consent must be {"source": user|agent|system, "scope": thread|profile|user, "visible": bool, "grantedAt"?, "revokedAt"?}', e.ord, e.id)
+                 when e.expires_at is not null and e.ttl is not null
+                   then format('entry %s (%s): give expires_at or ttl, not both', e.ord, e.id)
+               end as problem
+        from unnest(p_ids, p_texts, p_metadata, p_importance, p_embeddings, p_sequences, p_consent, p_expires_at, p_ttl)
+               with ordinality as e(id, text, metadata, importance, embedding, sequence, consent, expires_at, ttl, ord)) as x
+  where x.problem is not null
+  order by x.ord
   limit 1;
   if v_problem is not null then
     raise exception '%', v_problem using errcode = 'PM002';
@@ -122,7 +115,7 @@ begin
 
   perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
   v_dimensions := vector_dims(p_embeddings[1]);
-  perform assert_dimensions_v1(p_tenant_id, p_resource_id, p_thread_id, v_dimensions);
+  perform assert_dimensions_v2(p_tenant_id, p_resource_id, p_thread_id, v_dimensions);
   select greatest(
            (select max(e.sequence) from {{entries}} e
             where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id),

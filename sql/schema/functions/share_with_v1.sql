@@ -21,8 +21,8 @@ declare
   v_granted text[];
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
-  perform assert_scope_v1(p_tenant_id, p_resource_id, p_parent_thread_id, true);
-  perform assert_scope_v1(p_tenant_id, p_child_resource_id, p_child_thread_id, true);
+  perform assert_scope_v2(p_tenant_id, p_resource_id, p_parent_thread_id, true);
+  perform assert_scope_v2(p_tenant_id, p_child_resource_id, p_child_thread_id, true);
   if p_child_resource_id = p_resource_id and p_child_thread_id = p_parent_thread_id then
     raise exception 'a thread cannot share with itself' using errcode = 'PM002';
   end if;
@@ -35,10 +35,8 @@ begin
   if coalesce(cardinality(p_source_ids), 0) > 256 then
     raise exception 'a share grant lists at most 256 ids, got %', cardinality(p_source_ids) using errcode = 'PM005';
   end if;
-  if exists (select 1 from unnest(p_source_ids) as source(id)
-             where source.id is null or is_blank_v1(source.id) or octet_length(source.id) > 512) then
-    raise exception 'shared ids must be non-blank strings of at most 512 bytes' using errcode = 'PM002';
-  end if;
+  perform assert_id_v1(source.id, 'shared id', 512, 'PM002')
+  from unnest(p_source_ids) as source(id) where not is_id_v1(source.id, 512);
   perform assert_time_v1(p_expires_at, 'expires_at');
   if p_now is null then
     raise exception 'share_with: p_now is required' using errcode = 'PM005';

@@ -1,5 +1,5 @@
 -- A share grant shares entries as they were when it was made: a later write
--- under a shared id (remember_v1, correct_v2) or the entry's deletion
+-- under a shared id (remember_v2, correct_v2) or the entry's deletion
 -- (purge_v1) takes the id out of every grant of its thread, until the thread
 -- shares it again.
 create or replace function {{schema}}.unshare_v1(

@@ -12,7 +12,7 @@ declare
   v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
   v_current bigint;
 begin
-  perform {{schema}}.assert_scope_v1(p_tenant_id, p_resource_id, p_thread_id, false);
+  perform {{schema}}.assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, false);
   if p_data is null or jsonb_typeof(p_data) <> 'object' then
     raise exception 'working memory must be a JSON object' using errcode = 'PM007';
   end if;

@@ -2,13 +2,13 @@
 -- owner (security definer), like every API function.
 --
 -- The embedding-model guard of a write. Call it in the same transaction as,
--- and before, the write it guards (remember_v1, remember_batch_v1, correct_v2,
+-- and before, the write it guards (remember_v2, remember_batch_v2, correct_v2,
 -- reembed_v1): it takes the lock of each thread named (lock_thread_v1, in
--- lock-key order, as remember_batch_v1 does), so the record it checks cannot
+-- lock-key order, as remember_batch_v2 does), so the record it checks cannot
 -- change before the write commits. The threads are p_resource_ids[i] /
 -- p_thread_ids[i] (parallel, one-dimensional, at most 10,000; a thread may
 -- repeat). For each thread, in (resource_id, thread_id) code-point order:
---   1. the width rule first (assert_dimensions_v1: the pinned width, else
+--   1. the width rule first (assert_dimensions_v2: the pinned width, else
 --      the width of the thread's stored entries): PM004;
 --   2. the thread's record (model id and width) is compared with p_model_id
 --      and p_dimensions. Another model id, while the thread holds entries and
@@ -39,7 +39,7 @@ begin
     raise exception 'use_embedding_model_v1: name 1 to 10000 threads in two parallel one-dimensional arrays'
       using errcode = 'PM001';
   end if;
-  perform assert_scope_v1(p_tenant_id, g.resource_id, g.thread_id, true)
+  perform assert_scope_v2(p_tenant_id, g.resource_id, g.thread_id, true)
   from unnest(p_resource_ids, p_thread_ids) as g(resource_id, thread_id);
   perform assert_embedding_model_v1(p_model_id, p_dimensions);
   if p_switch is null then
@@ -59,7 +59,7 @@ begin
           from unnest(p_resource_ids, p_thread_ids) as g(resource_id, thread_id)) as t
     order by t.resource_id collate "C", t.thread_id collate "C"
   loop
-    perform assert_dimensions_v1(p_tenant_id, v_thread.resource_id, v_thread.thread_id, p_dimensions);
+    perform assert_dimensions_v2(p_tenant_id, v_thread.resource_id, v_thread.thread_id, p_dimensions);
     select m.model_id, m.dimensions into v_recorded
     from {{embedding_model}} m
     where m.tenant_id = p_tenant_id and m.resource_id = v_thread.resource_id and m.thread_id = v_thread.thread_id;
