@@ -243,8 +243,8 @@ def _distribute_functions(conn, config: SchemaConfig, mode: str) -> tuple[int, i
     names = config.names
     delegated = propagated = 0
     api = {name for name, _ in API_FUNCTIONS} - UNDELEGATED_FUNCTIONS
-    # SQL-language bodies last: a worker checks such a body when the function arrives, so what it
-    # calls must be there first (remember_v1, kept since revision 0001, calls remember_v2, new in 0012).
+    # SQL-language bodies last: a worker checks such a body when the function arrives, so the functions
+    # it calls must be there first.
     functions = conn.execute(
         "select p.oid::regprocedure::text, p.proname from pg_catalog.pg_proc p "
         "where p.pronamespace = pg_catalog.to_regnamespace(%s) "

@@ -129,7 +129,7 @@ class EmulatorRagStore:
         return self._rag.generations.get(key, 0)
 
     def _check_width(self, key: tuple[str, str], width: int) -> None:
-        """Mirror of ``rag_assert_dimensions_v1``."""
+        """Mirror of ``assert_dimensions_v2`` for a RAG scope."""
         expected = self.dimensions
         if expected is None:
             for chunk in self._rag.chunks.get(key, {}).values():

@@ -17,8 +17,8 @@ The steps of :meth:`RecallOperations.recall`, beside ``recall_v3.sql``:
 step                                  recall_v3
 ====================================  ============================================================================
 ``_recall_arguments``                 ``scoring_weights_v1`` in its declare, then ``assert_now_v1``,
-                                      ``assert_scope_v1``, top_k, message_range, the query's size and
-                                      blankness, ``assert_embedding_v1``, ``assert_dimensions_v1``
+                                      ``assert_scope_v2``, top_k, message_range, the query's size and
+                                      blankness, ``assert_embedding_v1``, ``assert_dimensions_v2``
 ``_live_grants`` (sharing group)      the ``grants`` CTE: live grants from the parent thread to this one
 ``_check_model``                      ``if p_model_id is not null``: PM018 for the thread and the grants' parents
 ``_foreign_threads``                  ... and ``v_foreign``, the threads left out of the across-threads leg
@@ -178,7 +178,7 @@ class RecallOperations(EmulatorState):
         scope_texts(scope)
         values = embedding_values(query_embedding, "the query embedding")
         check_text(query_text, "the query text", InvalidQueryError)
-        if share_from_parent_thread_id is not None:  # the 256-byte cap is Python's: recall_v3 checks blank only
+        if share_from_parent_thread_id is not None:  # before the scoring options, as the Postgres store checks it
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         scoring = check_scoring(scoring)  # scoring_weights_v1 runs first, in recall_v3's declare
         check_bool(explain, "explain", LimitExceededError)

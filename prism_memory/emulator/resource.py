@@ -45,7 +45,7 @@ class ResourceOperations(EmulatorState):
 
     def _resource_rows(self, scope: Scope, after: tuple[str, int, str] | None) -> list[tuple[ThreadKey, EntryRow]]:
         """The rows of every thread of ``scope``'s tenant and resource after the cursor, in (thread, sequence, id)
-        order, after the checks of ``assert_scope_v1`` (tenant and resource only) and ``assert_resource_cursor_v1``
+        order, after the checks of ``assert_scope_v2`` (tenant and resource only) and ``assert_resource_cursor_v1``
         (:class:`LimitExceededError` for a cursor with a blank thread or id)."""
         check_scope(Scope(scope.tenant_id, scope.resource_id), thread_required=False)
         if after is not None and (not after[0].strip() or not after[2].strip()):

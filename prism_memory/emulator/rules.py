@@ -71,7 +71,7 @@ def check_records(records: Sequence[EntryRecord]) -> list[dict[str, Any]]:
 
 
 def check_rag_scope(tenant_id: object, scope: object) -> None:
-    """``rag_assert_scope_v1``: tenant and scope by the id rule (256 bytes), else :class:`InvalidScopeError` (PM001)."""
+    """``assert_scope_v2`` for a RAG scope: tenant and scope by the id rule (256 bytes), else :class:`InvalidScopeError` (PM001)."""
     check_scope_id("tenant_id", tenant_id)
     check_scope_id("scope", scope)
 
@@ -103,7 +103,7 @@ def check_chunks(
     text plus metadata exceed 8 MiB (PM006); :class:`InvalidEmbeddingError`
     for a norm out of bounds (PM003) and :class:`DimensionMismatchError` for
     widths that differ within the batch (PM004). The scope's width is checked
-    by the store (``rag_assert_dimensions_v1``).
+    by the store (``assert_dimensions_v2`` for a RAG scope).
     """
     if len(chunks) > MAX_RAG_BATCH:
         raise LimitExceededError(f"upsert takes at most {MAX_RAG_BATCH} chunks per call, got {len(chunks)}")
@@ -201,7 +201,7 @@ def check_source_grants(
     if len(principal_ids) + len(group_ids) > MAX_RAG_GRANTS:
         raise LimitExceededError(f"a source has at most {MAX_RAG_GRANTS} grants")
     for grantee in principal_ids + group_ids:
-        check_id(grantee, "principal and group ids", MAX_SCOPE_ID_BYTES, InvalidAuthorizationError)
+        check_id(grantee, "a principal or group id", MAX_SCOPE_ID_BYTES, InvalidAuthorizationError)
 
 
 def check_source_reader(tenant_id: str, source_id: str, reader: RagAccessConstraint | None) -> RagAccessConstraint:

@@ -4,7 +4,7 @@
 recall, lifecycle, sharing, resource-wide, reads), which
 :class:`prism_memory.emulator.store.EmulatorVectorStore` composes. Its
 dictionaries stand for the SQL tables; its methods are the rules more than
-one group applies: the scope key, the width rule (``assert_dimensions_v1``),
+one group applies: the scope key, the width rule (``assert_dimensions_v2``),
 the injectable-and-not-tombstoned gate, expiry (``is_live_v1``,
 ``retention_cutoff_v1``), and all-or-nothing over several threads.
 
@@ -110,7 +110,7 @@ class EmulatorState:
 
     @staticmethod
     def _key(scope: Scope) -> ThreadKey:
-        """Mirror of ``assert_scope_v1`` with a thread required; the scope's thread key."""
+        """Mirror of ``assert_scope_v2`` with a thread required; the scope's thread key."""
         check_scope(scope, thread_required=True)
         return (scope.tenant_id, scope.resource_id, scope.thread_id or "")
 
@@ -122,7 +122,7 @@ class EmulatorState:
         return None
 
     def _check_dimensions(self, rows: dict[str, EntryRow], width: int) -> None:
-        """Mirror of ``assert_dimensions_v1``: ``width`` must be the pinned one, or that of the thread's
+        """Mirror of ``assert_dimensions_v2``: ``width`` must be the pinned one, or that of the thread's
         ``rows``, else :class:`DimensionMismatchError`."""
         expected = self._expected_dimensions(rows)
         if expected is not None and width != expected:
