@@ -163,7 +163,7 @@ class RecallOperations(EmulatorState):
         top = _rerank(self._recall_candidates(reach, query, query_text, keep), scoring, top_k, now)
         hits = [_hit(ranked) for ranked in top]
         adjacent = self._adjacent(reach, top, message_range)
-        explanation = explain_hits(hits, scoring, self._gate_counts(reach)) if explain else None
+        explanation = explain_hits(hits, _weights(scoring), self._gate_counts(reach)) if explain else None
         return RecallResult(hits, adjacent, explanation)
 
     def _recall_arguments(
@@ -330,3 +330,11 @@ def _hit(ranked: _Ranked) -> RecallHit:
                      score=ranked.score, similarity=candidate.similarity, lexical=candidate.lexical,
                      importance=ranked.importance, thread_id=candidate.where[2], resource_id=candidate.where[1],
                      recency=ranked.recency)
+
+
+def _weights(scoring: RecallScoringOptions | None) -> dict[str, float] | None:
+    """The normalised weights an explanation shows (``scoring_weights_v1``'s, as ``recall_v3``'s gate rows carry them)."""
+    if scoring is None:
+        return None
+    similarity, recency, importance = scoring_weights(scoring)
+    return {"similarity": similarity, "recency": recency, "importance": importance}

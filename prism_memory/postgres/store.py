@@ -213,6 +213,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         hits: list[RecallHit] = []
         adjacent: list[AdjacentEntry] = []
         removed: dict[str, int] = {}
+        weights: dict[str, float] | None = None
         for (kind, rank, resource_id, thread_id, entry_id, text, metadata, sequence, importance,
              similarity, lexical, recency, score) in rows:
             if kind == "hit":
@@ -221,11 +222,12 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
                                       thread_id=thread_id, resource_id=resource_id, recency=recency))
             elif kind == "gate":
                 removed[entry_id] = rank
+                if similarity is not None:  # the normalised weights, with composite scoring
+                    weights = {"similarity": similarity, "recency": recency, "importance": importance}
             else:
                 adjacent.append(AdjacentEntry(id=entry_id, text=text, metadata=metadata, sequence=sequence,
                                               importance=importance, thread_id=thread_id, resource_id=resource_id))
-        weighted = scoring is not None and (scoring.recency_weight is not None or scoring.importance_weight is not None)
-        return RecallResult(hits, adjacent, explain_hits(hits, scoring if weighted else None, removed) if explain else None)
+        return RecallResult(hits, adjacent, explain_hits(hits, weights, removed) if explain else None)
 
     async def share_with(
         self,

@@ -903,7 +903,9 @@ $$;
 -- entries live grants name and, with p_across_threads, every entry of the
 -- resource's other threads; scope counts those of them that may not take
 -- part (kept in their thread by their consent scope, of another width, or in
--- a thread another embedding model wrote).
+-- a thread another embedding model wrote). With weights, each gate row also
+-- carries the normalised weights of the score's components in its
+-- similarity, recency and importance columns (NULL without weights).
 --
 -- The embedding-model guard, with p_model_id (the id of the embedder of the
 -- query; its width is the query's): PM018 when the thread, while it holds
@@ -1220,8 +1222,10 @@ begin
     from picked p
     join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = p.row_id  -- the row scored above, in this snapshot
     union all
-    select 'gate'::text, g.removed, null::text, null::text, g.gate, null::text,
-           null::jsonb, null::bigint, null::float8, null::float8, null::float8, null::float8, null::float8,
+    select 'gate'::text, g.removed, null::text, null::text, g.gate, null::text, null::jsonb, null::bigint,
+           case when v_scored then v_weights.importance_weight end,
+           case when v_scored then v_weights.similarity_weight end, null::float8,
+           case when v_scored then v_weights.recency_weight end, null::float8,
            null::timestamptz, null::timestamptz
     from recall_gates_v1(p_tenant_id, p_resource_id, p_thread_id, p_share_parent_thread_id, p_across_threads,
                          p_require_consent, v_width, v_foreign, p_now) as g
