@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from . import lifecycle
-from .checks import MAX_ENTRY_ID_BYTES, check_consent_change, check_entry, check_id
+from .checks import MAX_ENTRY_ID_BYTES, check_bool, check_id
+from .entry_checks import check_consent_change, check_entry
 from .errors import InvalidEntryError, LimitExceededError
 from .export import EXPORT_LIMITS, check_export_caps, decode_cursor
 from .lifecycle import DELETE_BATCH
@@ -85,8 +86,7 @@ class ConsentOperations(MemoryBase):
         if not 1 <= len(unique) <= DELETE_BATCH:
             raise LimitExceededError(f"forget takes 1 to {DELETE_BATCH} ids per call, got {len(unique)}")
         for name, flag in (("hold", hold), ("erase_derived", erase_derived)):
-            if not isinstance(flag, bool):
-                raise LimitExceededError(f"{name} must be a bool, got {flag!r}")
+            check_bool(flag, name)
         await self._writes.settle("forget")
         return await lifecycle.forget(self._config, thread, unique, hold, erase_derived)
 

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from .checks import check_bool
 from .config import MemoryConfig
 from .errors import ConfigurationError, InvalidQueryError
 from .types import HARD_CAPS, RecallResult, RecallScoringOptions, WorkingMemoryRecord, check_int_option
@@ -105,8 +106,7 @@ class MemoryContextProvider:
         )
         self.require_consent = require_consent
         self.scoring = scoring
-        if not isinstance(across_threads, bool):
-            raise ConfigurationError(f"across_threads must be a bool, got {across_threads!r}")
+        check_bool(across_threads, "across_threads")
         self.across_threads = across_threads
         if token_counter is not None and not callable(token_counter):
             raise ConfigurationError("token_counter must be callable: str -> int")

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .checks import check_unique_ids, to_entry
+from .checks import check_unique_ids
+from .entry_checks import to_entry
 from .errors import InvalidEntryError, ValidationError
 from .types import MemoryEntry
 

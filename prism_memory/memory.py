@@ -22,8 +22,7 @@ from .checks import (
     AGENT_ID,
     AGENT_SEGMENT,
     check_aware,
-    check_entry,
-    check_expiry_range,
+    check_bool,
     check_model,
     check_scope,
     check_scope_id,
@@ -31,12 +30,12 @@ from .checks import (
     check_shared_ids,
     check_unique_ids,
     entry_label,
-    to_entry,
 )
 from .config import InvalidationHook, MemoryConfig, utc_now
 from .consent import ConsentOperations
 from .context import Extractor, MemoryContextProvider, WorkingMemoryProcessor
 from .embedding import Embedder, embed_query, embedding_model
+from .entry_checks import check_entry, check_expiry_range, to_entry
 from .errors import (
     ConfigurationError,
     InvalidEntryError,
@@ -226,12 +225,10 @@ class Memory(ConsentOperations, ResourceOperations, RetentionOperations):
         message_range = check_int_option(
             "message_range", limits.message_range if message_range is None else message_range, 0, HARD_CAPS["message_range"])
         require_consent = self._config.require_consent if require_consent is None else require_consent
-        if not isinstance(require_consent, bool):
-            raise LimitExceededError(f"require_consent must be a bool, got {require_consent!r}")
+        check_bool(require_consent, "require_consent")
         scoring = check_scoring(scoring)
         for name, flag in (("explain", explain), ("across_threads", across_threads)):
-            if not isinstance(flag, bool):
-                raise LimitExceededError(f"{name} must be a bool, got {flag!r}")
+            check_bool(flag, name)
         query = self._recall_query(query)
         await self._writes.settle("recall")
         vector = await embed_query(self._config.embedder, query)
@@ -468,8 +465,7 @@ def create_memory(
     if getattr(embedder, "embed_query", None) is not None and not callable(embedder.embed_query):
         raise ConfigurationError("embedder.embed_query must be an async method `embed_query(text)`")
     check_model(embedding_model(embedder))
-    if not isinstance(require_consent, bool):
-        raise ConfigurationError("require_consent must be a bool")
+    check_bool(require_consent, "require_consent")
     if on_invalidate is not None and not callable(on_invalidate):
         raise ConfigurationError("on_invalidate must be callable")
     if importance_from is not None and not callable(importance_from):

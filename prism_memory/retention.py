@@ -6,6 +6,7 @@ policy); a sweep deletes its body. They are methods of :class:`~prism_memory.mem
 from __future__ import annotations
 
 from . import lifecycle
+from .checks import check_bool
 from .errors import LimitExceededError
 from .export import decode_resource_cursor
 from .lifecycle import DELETE_BATCH
@@ -29,8 +30,7 @@ class RetentionOperations(MemoryBase):
         tenant-bound role). Raises :class:`LimitExceededError` out of range and
         :class:`InvalidScopeError` for a thread policy on a memory without a thread.
         """
-        if not isinstance(resource_wide, bool):
-            raise LimitExceededError(f"resource_wide must be a bool, got {resource_wide!r}")
+        check_bool(resource_wide, "resource_wide")
         _check_max_age(max_age_days)
         scope = self._resource_scope() if resource_wide else self._thread_scope()
         await self._config.vector_store.set_retention_policy(

@@ -5,6 +5,7 @@ the stores directly, where the SQL functions and the emulator's mirror of them a
 tests/test_store_bad_input.py.
 """
 
+import asyncio
 import math
 
 import pytest
@@ -83,6 +84,14 @@ CASES = [
     ("embedding norm overflows float32", {"embedder": FixedEmbedder([1e19] * 64, 64)}, "remember", InvalidEmbeddingError),
     ("embedder raises", {"embedder": FixedEmbedder(None, 64)}, "remember", EmbeddingFailedError),
     ("nul in query", {}, "recall_nul", InvalidQueryError),
+    # A flag of another type than bool is a LimitExceededError wherever it is given.
+    ("require_consent not a bool", {"require_consent": "yes"}, "recall", LimitExceededError),
+    ("require_consent not a bool at recall", {}, "recall_require_consent_int", LimitExceededError),
+    ("explain not a bool", {}, "recall_explain_int", LimitExceededError),
+    ("across_threads not a bool", {}, "recall_across_string", LimitExceededError),
+    ("hold not a bool", {}, "forget_hold_int", LimitExceededError),
+    ("resource_wide not a bool", {}, "retention_resource_wide_int", LimitExceededError),
+    ("provider across_threads not a bool", {}, "provider_across_int", LimitExceededError),
 ]
 
 OPERATIONS = {
@@ -116,6 +125,12 @@ OPERATIONS = {
     "remember_negative_sequence": lambda m: m.remember([{"id": "new", "text": "t", "sequence": -1}], wait=True),
     "remember_huge_sequence": lambda m: m.remember([{"id": "new", "text": "t", "sequence": 2**53}], wait=True),
     "recall_nul": lambda m: m.recall("note\x00"),
+    "recall_require_consent_int": lambda m: m.recall("note", require_consent=1),
+    "recall_explain_int": lambda m: m.recall("note", explain=1),
+    "recall_across_string": lambda m: m.recall("note", across_threads="yes"),
+    "forget_hold_int": lambda m: m.forget(["kept"], hold=1),
+    "retention_resource_wide_int": lambda m: m.set_retention_policy(30, resource_wide=1),
+    "provider_across_int": lambda m: asyncio.to_thread(m.create_context_provider, across_threads=1),
 }
 
 

@@ -82,9 +82,8 @@ async def test_encoding_runs_in_a_worker_thread(minilm):
 
 
 async def test_the_models_query_and_document_prompts_are_used(minilm):
-    from sentence_transformers import SentenceTransformer
-
     from prism_memory.embedders.local import default_model_path
+    from sentence_transformers import SentenceTransformer
 
     prompted = SentenceTransformer(str(default_model_path()), device="cpu", local_files_only=True,
                                    prompts={"query": "query: ", "document": "passage: "})

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
+from english_words import get_english_words_set
 from prism_memory import (
     DimensionMismatchError,
     InvalidEmbeddingError,
@@ -19,7 +20,6 @@ from prism_memory import (
     embed_batched,
 )
 from prism_memory.cli.data import sample_conversation_path
-from english_words import get_english_words_set
 from prism_memory.lexical import (
     MAX_LEXICAL_CHARS_V2,
     MAX_QUERY_TERMS,

@@ -18,7 +18,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from pydantic import BaseModel
 from mcp import Client, MCPError
 from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
 from prism_memory import create_hash_embedder, create_postgres_memory_stores, grant_app_role
@@ -27,6 +26,7 @@ from prism_memory.mcp_server import MemoryDirectory, create_mcp_server, server_s
 from prism_memory.mcp_server.models import MemoryPage, Recalled, compact_schema
 from prism_memory.mcp_server.tools import LIST_MAX_BYTES, MAX_NEW_ENTRIES
 from prism_memory.types import MemoryLimits
+from pydantic import BaseModel
 
 from conftest import CITUS, TEST_CONFIG, TEST_DIMENSIONS
 from parity import assert_same
@@ -609,8 +609,9 @@ async def test_embedder_failures_have_fixed_texts(backends):
     fixed text, never the endpoint's answer, its address or the host exception (the server's log has them). A real
     OpenAI-compatible server on 127.0.0.1 refuses a wrong key (HTTP 401) and fails (HTTP 500); a host embedder
     raises. The server keeps serving."""
-    from embedding_server import EmbeddingServer
     from prism_memory.embedders import create_openai_embedder
+
+    from embedding_server import EmbeddingServer
 
     with EmbeddingServer(dimensions=TEST_DIMENSIONS) as endpoint:
         embedders = {

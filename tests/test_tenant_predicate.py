@@ -30,7 +30,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql
 from prism_memory import (
     MemoryConsent,
     MemoryLineage,
@@ -45,6 +44,7 @@ from prism_memory import (
 from prism_memory.citus import DISTRIBUTED_TABLES, plan_cache_mode
 from prism_memory.operations import OPERATIONS
 from prism_memory.types import EntryRecord
+from psycopg import sql
 
 from catalog import catalog
 from conftest import CITUS, TEST_CONFIG, TEST_DIMENSIONS

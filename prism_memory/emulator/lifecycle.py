@@ -11,21 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from ..checks import (
-    check_consent_change,
-    check_model,
-    check_now,
-    check_scope,
-    check_text,
-    check_texts,
-    consent_change_arguments,
-    correction_arguments,
-    real_number,
-    retention_arguments,
-    scope_texts,
-)
+from ..checks import check_model, check_now, check_scope, check_text, check_texts, real_number, scope_texts
+from ..entry_checks import check_consent_change
 from ..errors import EntryNotFoundError, InvalidEntryError, LifecycleOrderError, LimitExceededError, LineageLimitError
 from ..lexical import lexical_terms
+from ..store_arguments import consent_change_arguments, correction_arguments, retention_arguments
 from ..types import ConsentChange, EmbeddingModel, MemoryRecord, RetentionPolicy, Scope, check_int_option
 from .state import EmulatorState, EntryRow, ThreadKey, by_sequence
 from .vectors import float32, norm_squared

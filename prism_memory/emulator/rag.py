@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import ragargs
+from .. import rag_arguments
 from ..checks import check_text
 from ..embedding import embedding_values
 from ..errors import (
@@ -97,7 +97,7 @@ class EmulatorRagStore:
     Mixed into :class:`prism_memory.emulator.EmulatorVectorStore`; see
     :class:`prism_memory.stores.RagVectorStore` for the contract. Each
     method checks its arguments' types as the Postgres store does
-    (:mod:`prism_memory.ragargs`), then mirrors the SQL function named in its
+    (:mod:`prism_memory.rag_arguments`), then mirrors the SQL function named in its
     docstring (its input rules: :mod:`prism_memory.emulator.rules`). Writes outside a
     transaction wait for an open transaction to end.
     """
@@ -157,7 +157,7 @@ class EmulatorRagStore:
         reader: RagAccessConstraint | None,
         generation: int | None,
     ) -> tuple[tuple[str, str], list[_Chunk]]:
-        """Mirror of ``rag_read_generation_v1`` plus ``rag_where_v1``, after :func:`ragargs.read_arguments`: (key, candidates)."""
+        """Mirror of ``rag_read_generation_v1`` plus ``rag_where_v1``, after :func:`rag_arguments.read_arguments`: (key, candidates)."""
         wanted = check_rag_read(tenant_id, scope, top_k, filter, reader, generation)
         key = (tenant_id, scope)
         read_generation = self._current_generation(key) if generation is None else int(generation)  # type: ignore[arg-type]
@@ -172,9 +172,9 @@ class EmulatorRagStore:
 
     async def upsert(self, tenant_id: str, scope: str, chunks: Sequence[RagChunk], *, generation: int | None = None) -> int:
         """Mirror of ``rag_upsert_v1``."""
-        ragargs.scope_arguments(tenant_id, scope)
-        ragargs.generation_argument(generation)
-        arguments = ragargs.chunk_arguments(chunks)
+        rag_arguments.scope_arguments(tenant_id, scope)
+        rag_arguments.generation_argument(generation)
+        arguments = rag_arguments.chunk_arguments(chunks)
         check_rag_scope(tenant_id, scope)
         check_generation(generation)
         if not chunks:
@@ -207,7 +207,7 @@ class EmulatorRagStore:
         generation: int | None = None,
     ) -> list[RagMatch]:
         """Mirror of ``rag_query_v1`` (always the exact path)."""
-        document, reader = ragargs.read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
+        document, reader = rag_arguments.read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
         values = embedding_values(embedding, "the query embedding")
         key, candidates = self._candidates(tenant_id, scope, top_k, document, reader, generation)
         query = float32(values, "the query embedding")
@@ -230,7 +230,7 @@ class EmulatorRagStore:
         generation: int | None = None,
     ) -> list[RagMatch]:
         """Mirror of ``rag_lexical_query_v1``: share of the query's distinct terms held, chunks with at least one."""
-        document, reader = ragargs.read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
+        document, reader = rag_arguments.read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
         check_text(text, "the query text", InvalidQueryError)
         _, candidates = self._candidates(tenant_id, scope, top_k, document, reader, generation)
         check_query_text(text)
@@ -253,8 +253,8 @@ class EmulatorRagStore:
         limit: int = 1000,
     ) -> list[StoredChunk]:
         """Mirror of ``rag_get_by_source_v1``."""
-        _, reader = ragargs.read_arguments(tenant_id, scope, 1, None, authorization, generation)
-        ragargs.source_page_arguments(source_id, after_id, limit)
+        _, reader = rag_arguments.read_arguments(tenant_id, scope, 1, None, authorization, generation)
+        rag_arguments.source_page_arguments(source_id, after_id, limit)
         _, candidates = self._candidates(tenant_id, scope, 1, None, reader, generation)
         check_source_page(source_id, limit)
         chosen = sorted(
@@ -280,7 +280,7 @@ class EmulatorRagStore:
         generation: int | None = None,
     ) -> int:
         """Mirror of ``rag_delete_v1``: chunks matching every criterion given, in every generation unless one is named."""
-        listed = ragargs.delete_arguments(tenant_id, scope, ids, source_id, generation)
+        listed = rag_arguments.delete_arguments(tenant_id, scope, ids, source_id, generation)
         check_rag_delete(tenant_id, scope, listed, source_id, generation)
         wanted = None if listed is None else set(listed)
         async with self._writing():
@@ -298,14 +298,14 @@ class EmulatorRagStore:
 
     async def get_current_generation(self, tenant_id: str, scope: str) -> int:
         """Mirror of ``rag_get_generation_v1``: the pointer, 0 when never set."""
-        ragargs.scope_arguments(tenant_id, scope)
+        rag_arguments.scope_arguments(tenant_id, scope)
         check_rag_scope(tenant_id, scope)
         return self._current_generation((tenant_id, scope))
 
     async def set_current_generation(self, tenant_id: str, scope: str, generation: int) -> int:
         """Mirror of ``rag_set_generation_v1``."""
-        ragargs.scope_arguments(tenant_id, scope)
-        ragargs.generation_argument(generation)
+        rag_arguments.scope_arguments(tenant_id, scope)
+        rag_arguments.generation_argument(generation)
         check_rag_scope(tenant_id, scope)
         check_generation(generation, required=True)
         async with self._writing():
@@ -322,7 +322,7 @@ class EmulatorRagStore:
         access_version: int,
     ) -> int:
         """Mirror of ``rag_set_source_access_v1``: replace the source's grants at a version that never goes back."""
-        principals, groups = ragargs.grant_arguments(tenant_id, source_id, principal_ids, group_ids, access_version)
+        principals, groups = rag_arguments.grant_arguments(tenant_id, source_id, principal_ids, group_ids, access_version)
         check_source_grants(tenant_id, source_id, principals, groups, access_version)
         grants = frozenset([("principal", grantee) for grantee in principals] + [("group", grantee) for grantee in groups])
         async with self._writing():
@@ -341,9 +341,9 @@ class EmulatorRagStore:
         access_version: int | None = None,
     ) -> bool:
         """Mirror of ``rag_check_source_access_v1``."""
-        ragargs.source_arguments(tenant_id, source_id)
-        ragargs.access_version_argument(access_version)
-        reader = check_source_reader(tenant_id, source_id, ragargs.reader_argument(authorization))
+        rag_arguments.source_arguments(tenant_id, source_id)
+        rag_arguments.access_version_argument(access_version)
+        reader = check_source_reader(tenant_id, source_id, rag_arguments.reader_argument(authorization))
         return self._holds_grant(tenant_id, source_id, reader, access_version)
 
     def transaction(self) -> AbstractAsyncContextManager[EmulatorRagStore]:

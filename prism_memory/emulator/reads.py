@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..checks import check_now, page_arguments, scope_texts
+from ..checks import check_now, scope_texts
+from ..store_arguments import page_arguments
 from ..types import MemoryRecord, Scope, check_int_option
 from .state import EmulatorState, by_sequence
 

@@ -53,7 +53,7 @@ import numpy as np
 
 from ..checks import check_bool, check_model, check_now, check_scope_id, check_scoring, check_text, scope_texts
 from ..embedding import embedding_values
-from ..errors import EmbeddingModelMismatchError, InvalidQueryError, LimitExceededError, PayloadTooLargeError
+from ..errors import EmbeddingModelMismatchError, InvalidQueryError, PayloadTooLargeError
 from ..explain import explain_hits
 from ..lexical import query_terms
 from ..scoring import CANDIDATE_FACTOR, LEXICAL_WEIGHT, importance_used, recency, scoring_weights
@@ -181,8 +181,8 @@ class RecallOperations(EmulatorState):
         if share_from_parent_thread_id is not None:  # before the scoring options, as the Postgres store checks it
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         scoring = check_scoring(scoring)  # scoring_weights_v1 runs first, in recall_v3's declare
-        check_bool(explain, "explain", LimitExceededError)
-        check_bool(across_threads, "across_threads", LimitExceededError)
+        check_bool(explain, "explain")
+        check_bool(across_threads, "across_threads")
         now = check_now(now)
         check_model(model, [len(values)])
         key = self._key(scope)

@@ -9,16 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from ..checks import (
-    check_bool,
-    check_int,
-    check_now,
-    check_scope,
-    resource_cursor_arguments,
-    resource_entry_arguments,
-    scope_texts,
-)
+from ..checks import check_bool, check_int, check_now, check_scope, scope_texts
 from ..errors import LimitExceededError
+from ..store_arguments import resource_cursor_arguments, resource_entry_arguments
 from ..types import MemoryRecord, Scope, check_int_option
 from .state import EmulatorState, EntryRow, ThreadKey, by_sequence
 
@@ -37,7 +30,7 @@ class ResourceOperations(EmulatorState):
         scope_texts(scope)
         after = resource_cursor_arguments(after)
         check_int(limit, "limit", LimitExceededError, bits=32)
-        check_bool(flag[1], flag[0], LimitExceededError)
+        check_bool(flag[1], flag[0])
         checked_now = check_now(now)
         rows = self._resource_rows(scope, after)
         check_int_option("limit", limit, 1, most)

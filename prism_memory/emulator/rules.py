@@ -5,7 +5,7 @@ function's order, with the error type its SQLSTATE maps to
 (:data:`prism_memory.errors.SQLSTATE_ERRORS`). The Postgres adapters do not
 run these: the SQL functions raise them. Python's own checks (types,
 encodings) run first on both stores (:mod:`prism_memory.checks`,
-:mod:`prism_memory.ragargs`); the id rule is :func:`prism_memory.checks.check_id`.
+:mod:`prism_memory.rag_arguments`); the id rule is :func:`prism_memory.checks.check_id`.
 Parity tests call both stores with the same bad input and compare the errors.
 """
 
@@ -21,12 +21,12 @@ from ..checks import (
     MAX_SCOPE_ID_BYTES,
     MAX_SEQUENCE,
     check_access_version,
-    check_entry,
     check_id,
     check_scope_id,
     check_unique_ids,
     entry_label,
 )
+from ..entry_checks import check_entry
 from ..errors import (
     DimensionMismatchError,
     InvalidAuthorizationError,
@@ -93,7 +93,7 @@ def check_source_id(source_id: object) -> str:
 def check_chunks(
     chunks: Sequence[RagChunk], arguments: Sequence[tuple[str, np.ndarray]]
 ) -> list[tuple[dict[str, Any], np.ndarray]]:
-    """``rag_upsert_v1``'s checks of a batch, after :func:`prism_memory.ragargs.chunk_arguments` (``arguments``:
+    """``rag_upsert_v1``'s checks of a batch, after :func:`prism_memory.rag_arguments.chunk_arguments` (``arguments``:
     each chunk's metadata JSON text and embedding); returns each chunk's (stored metadata, float32 embedding).
 
     In SQL's order: :class:`LimitExceededError` over 1,000 chunks (PM005);
@@ -147,7 +147,7 @@ def check_reader(reader: RagAccessConstraint | None) -> RagAccessConstraint | No
 def check_rag_read(
     tenant_id: str, scope: str, top_k: int, filter: str | None, reader: RagAccessConstraint | None, generation: int | None
 ) -> dict[str, Any] | None:
-    """``rag_read_generation_v1``'s checks, after :func:`prism_memory.ragargs.read_arguments`; returns the filter
+    """``rag_read_generation_v1``'s checks, after :func:`prism_memory.rag_arguments.read_arguments`; returns the filter
     as stored JSON (``None`` when absent or empty).
 
     The filter must be a JSON object (:class:`InvalidQueryError`, PM008) of

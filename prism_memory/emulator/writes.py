@@ -15,20 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ..checks import (
-    as_utc,
-    check_batch_writes,
-    check_expiry_range,
-    check_model,
-    check_now,
-    embedding_labels,
-    entry_label,
-    record_arguments,
-    reembed_arguments,
-    scope_texts,
-)
+from ..checks import as_utc, check_model, check_now, embedding_labels, entry_label, scope_texts
+from ..entry_checks import check_expiry_range
 from ..errors import DimensionMismatchError, EmbeddingModelMismatchError, LimitExceededError
 from ..lexical import lexical_terms
+from ..store_arguments import check_batch_writes, record_arguments, reembed_arguments
 from ..types import EmbeddingModel, EntryRecord, Scope
 from .rules import check_records
 from .state import EmulatorState, EntryRow, ThreadKey

@@ -1,6 +1,6 @@
 """The Postgres RAG vector store: one ``rag_*_v1`` call per operation.
 
-Python checks only what SQL cannot see (:mod:`prism_memory.ragargs`: types,
+Python checks only what SQL cannot see (:mod:`prism_memory.rag_arguments`: types,
 encodings, the JSON codec, and the few rules the SQL functions lack); every
 other rule is the SQL function's, raised as its SQLSTATE and mapped to the
 same error type the emulator raises (:func:`prism_memory.postgres.errors.translate`).
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from .. import ragargs
+from .. import rag_arguments
 from ..checks import as_utc, check_text
 from ..embedding import embedding_values
 from ..errors import InvalidQueryError, StoreError
@@ -39,8 +39,8 @@ class PostgresRagStore:
     def _read_args(
         tenant_id: str, scope: str, top_k: int, filter: object, authorization: object, generation: object
     ) -> tuple[Any, ...]:
-        """Checked (:func:`ragargs.read_arguments`), as ``READ_ARGS`` binds them: filter, acl, principal, groups, generation."""
-        document, reader = ragargs.read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
+        """Checked (:func:`rag_arguments.read_arguments`), as ``READ_ARGS`` binds them: filter, acl, principal, groups, generation."""
+        document, reader = rag_arguments.read_arguments(tenant_id, scope, top_k, filter, authorization, generation)
         return (
             document,
             reader is not None,
@@ -51,9 +51,9 @@ class PostgresRagStore:
 
     async def upsert(self, tenant_id: str, scope: str, chunks: Sequence[RagChunk], *, generation: int | None = None) -> int:
         """``rag_upsert_v1``: one transaction, all chunks or none."""
-        ragargs.scope_arguments(tenant_id, scope)
-        ragargs.generation_argument(generation)
-        arguments = ragargs.chunk_arguments(chunks)
+        rag_arguments.scope_arguments(tenant_id, scope)
+        rag_arguments.generation_argument(generation)
+        arguments = rag_arguments.chunk_arguments(chunks)
         [(written,)] = await self._fetch(
             self.queries.rag_upsert,
             (
@@ -119,7 +119,7 @@ class PostgresRagStore:
     ) -> list[StoredChunk]:
         """``rag_get_by_source_v1``."""
         _, acl, principal, groups, _ = self._read_args(tenant_id, scope, 1, None, authorization, generation)
-        ragargs.source_page_arguments(source_id, after_id, limit)
+        rag_arguments.source_page_arguments(source_id, after_id, limit)
         rows = await self._fetch(
             self.queries.rag_get_by_source,
             (tenant_id, scope, source_id, after_id, limit, acl, principal, groups, generation),
@@ -143,7 +143,7 @@ class PostgresRagStore:
         generation: int | None = None,
     ) -> int:
         """``rag_delete_v1``."""
-        listed = ragargs.delete_arguments(tenant_id, scope, ids, source_id, generation)
+        listed = rag_arguments.delete_arguments(tenant_id, scope, ids, source_id, generation)
         [(deleted,)] = await self._fetch(
             self.queries.rag_delete,
             (tenant_id, scope, listed, source_id, generation),
@@ -152,14 +152,14 @@ class PostgresRagStore:
 
     async def get_current_generation(self, tenant_id: str, scope: str) -> int:
         """``rag_get_generation_v1``: the pointer, 0 when never set."""
-        ragargs.scope_arguments(tenant_id, scope)
+        rag_arguments.scope_arguments(tenant_id, scope)
         [(generation,)] = await self._fetch(self.queries.rag_get_generation, (tenant_id, scope), read=True)
         return int(generation)
 
     async def set_current_generation(self, tenant_id: str, scope: str, generation: int) -> int:
         """``rag_set_generation_v1``."""
-        ragargs.scope_arguments(tenant_id, scope)
-        ragargs.generation_argument(generation)
+        rag_arguments.scope_arguments(tenant_id, scope)
+        rag_arguments.generation_argument(generation)
         [(current,)] = await self._fetch(self.queries.rag_set_generation, (tenant_id, scope, generation))
         return int(current)
 
@@ -173,7 +173,7 @@ class PostgresRagStore:
         access_version: int,
     ) -> int:
         """``rag_set_source_access_v1``."""
-        principals, groups = ragargs.grant_arguments(tenant_id, source_id, principal_ids, group_ids, access_version)
+        principals, groups = rag_arguments.grant_arguments(tenant_id, source_id, principal_ids, group_ids, access_version)
         [(granted,)] = await self._fetch(
             self.queries.rag_set_source_access, (tenant_id, source_id, principals, groups, access_version)
         )
@@ -188,9 +188,9 @@ class PostgresRagStore:
         access_version: int | None = None,
     ) -> bool:
         """``rag_check_source_access_v1``."""
-        ragargs.source_arguments(tenant_id, source_id)
-        ragargs.access_version_argument(access_version)
-        reader = ragargs.reader_argument(authorization)
+        rag_arguments.source_arguments(tenant_id, source_id)
+        rag_arguments.access_version_argument(access_version)
+        reader = rag_arguments.reader_argument(authorization)
         [(allowed,)] = await self._fetch(
             self.queries.rag_check_source_access,
             (tenant_id, source_id, None if reader is None else reader.principal_id,

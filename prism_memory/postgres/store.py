@@ -14,7 +14,6 @@ from psycopg_pool import AsyncConnectionPool
 from ..checks import (
     as_utc,
     check_aware,
-    check_batch_writes,
     check_bool,
     check_int,
     check_model,
@@ -22,15 +21,7 @@ from ..checks import (
     check_scope_id,
     check_text,
     check_texts,
-    consent_change_arguments,
-    correction_arguments,
-    page_arguments,
     real_number,
-    record_arguments,
-    reembed_arguments,
-    resource_cursor_arguments,
-    resource_entry_arguments,
-    retention_arguments,
     scope_texts,
     scoring_numbers,
 )
@@ -44,6 +35,17 @@ from ..errors import (
 from ..explain import explain_hits
 from ..jsoncodec import json_text
 from ..schema import SchemaConfig
+from ..store_arguments import (
+    check_batch_writes,
+    consent_change_arguments,
+    correction_arguments,
+    page_arguments,
+    record_arguments,
+    reembed_arguments,
+    resource_cursor_arguments,
+    resource_entry_arguments,
+    retention_arguments,
+)
 from ..types import (
     AdjacentEntry,
     ConsentChange,
@@ -186,8 +188,8 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         if share_from_parent_thread_id is not None:  # here before the scoring, as the emulator; recall_v3 after it
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         scoring = scoring_numbers(scoring)
-        check_bool(explain, "explain", LimitExceededError)
-        check_bool(across_threads, "across_threads", LimitExceededError)
+        check_bool(explain, "explain")
+        check_bool(across_threads, "across_threads")
         now = check_now(now)
         check_model(model, [len(vector)])
         rows = await self._fetch(
@@ -341,7 +343,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         tenant_id, resource_id, _thread = _scope(scope)
         after = resource_cursor_arguments(after)
         check_int(limit, "limit", LimitExceededError, bits=32)
-        check_bool(exportable, "exportable", LimitExceededError)
+        check_bool(exportable, "exportable")
         rows = await self._fetch(
             self.queries.list_resource_entries,
             (tenant_id, resource_id, *(after or (None, None, None)), limit, exportable, check_now(now)),
@@ -363,7 +365,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         tenant_id, resource_id, _thread = _scope(scope)
         after = resource_cursor_arguments(after)
         check_int(limit, "limit", LimitExceededError, bits=32)
-        check_bool(expired_only, "expired_only", LimitExceededError)
+        check_bool(expired_only, "expired_only")
         rows = await self._fetch(
             self.queries.invalidate_resource,
             (tenant_id, resource_id, *(after or (None, None, None)), limit, expired_only, check_now(now)),
