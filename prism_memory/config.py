@@ -1,5 +1,4 @@
-"""One memory's configuration: what :func:`~prism_memory.memory.create_memory` checked, held in one frozen object
-(seed: ``createMemory(options)``)."""
+"""One memory's configuration: what :func:`~prism_memory.memory.create_memory` checked, held in one frozen object."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from .types import EmbeddingModel, MemoryLimits, Scope
 from .working import WorkingMemoryValidator
 
 #: Host hook called with the invalidated entry ids after their tombstones land
-#: and before any body is deleted (seed: ``onInvalidate``). May be async.
+#: and before any body is deleted. May be async.
 InvalidationHook = Callable[[list[str]], "None | Awaitable[None]"]
 
 

@@ -1,4 +1,4 @@
-"""The shared conformance suite for store adapters (seed: "Shared conformance", ``runMemoryConformance``).
+"""The shared conformance suite for store adapters (:func:`run_memory_conformance`).
 
 An adapter author passes a factory that returns the three things a memory
 needs::
@@ -14,7 +14,7 @@ needs::
 
 The factory is called once per check (it may return new stores or the same
 ones; each check writes under its own fresh tenant id). A check passes when the adapter
-gives the answers the seed's rules require; the suite raises
+gives the answers the memory's rules require; the suite raises
 :class:`ConformanceError` listing every failed check, or returns the
 :class:`ConformanceReport` of the passed ones. It only uses the public API, so
 it also tests that an adapter works behind :func:`create_memory`.

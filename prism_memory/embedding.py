@@ -6,8 +6,7 @@ are optional: ``embed_query(text)`` embeds a recall query differently from the
 entries (:func:`embed_query`), and ``model_id`` names the model for the
 embedding-model guard (:func:`embedding_model`). The core package ships
 :func:`create_hash_embedder`, a deterministic feature-hashing embedder for tests
-and demos (seed: "createHashEmbedder() is for tests/demos only; production hosts
-supply a real Embedder"); :mod:`prism_memory.embedders` adapts real models
+and demos only (production hosts supply a real embedder); :mod:`prism_memory.embedders` adapts real models
 (sentence-transformers, OpenAI-compatible HTTP, LangChain), each behind an
 optional extra.
 """
@@ -111,9 +110,9 @@ def assert_finite_vector(vector: object, label: str = "embedding", expected_leng
     when its L2 norm is outside [1e-15, 1e15] after rounding to float32 (zero
     has no cosine; pgvector sums squares in float32, so larger norms overflow
     and smaller ones underflow); :class:`DimensionMismatchError` when
-    ``expected_length`` is given and differs. Seed: "Every embedding is a
-    non-empty finite number vector"; ``assert_embedding_v1`` (PM003) applies
-    the same bounds in SQL.
+    ``expected_length`` is given and differs. Every embedding is a non-empty
+    vector of finite numbers; ``assert_embedding_v1`` (PM003) applies the
+    same bounds in SQL.
     """
     values = embedding_values(vector, label)
     if expected_length is not None and values.size != expected_length:
@@ -136,7 +135,7 @@ def _is_numpy_real(value: object) -> bool:
 async def embed_batched(
     embedder: Embedder, texts: Sequence[str], batch_size: int = 64, labels: Sequence[str] | None = None
 ) -> list[list[float]]:
-    """Embed ``texts`` in calls of at most ``batch_size`` texts (hard cap 128, seed).
+    """Embed ``texts`` in calls of at most ``batch_size`` texts (hard cap 128).
 
     Returns one checked ``list[float]`` of ``embedder.dimensions`` per text, in order.
     ``labels`` names each text's vector in error messages (the facade passes

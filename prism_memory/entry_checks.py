@@ -60,7 +60,7 @@ def to_entry(entry: MemoryEntry | Mapping[str, Any], position: int) -> MemoryEnt
 
 
 def check_consent_change(change: ConsentChange) -> ConsentChange:
-    """Check a ``set_consent`` request: a seed source and scope or ``None`` (as ``set_consent_v1``), a ``bool`` or
+    """Check a ``set_consent`` request: a known consent source and scope or ``None`` (as ``set_consent_v1``), a ``bool`` or
     ``None`` visibility and aware datetimes (Python types); raises :class:`InvalidEntryError`."""
     if change.source is not None and change.source not in CONSENT_SOURCES:
         raise InvalidEntryError(f"consent source must be one of {CONSENT_SOURCES}, got {change.source!r}")
@@ -74,7 +74,7 @@ def check_consent_change(change: ConsentChange) -> ConsentChange:
 
 
 def check_consent(consent: object, where: str) -> MemoryConsent | None:
-    """Check a :class:`MemoryConsent` (seed values, ``bool`` ``visible``, aware datetimes: ``consent_is_valid_v1``
+    """Check a :class:`MemoryConsent` (a known source and scope, ``bool`` ``visible``, aware datetimes: ``consent_is_valid_v1``
     plus Python types), or raise :class:`InvalidEntryError`."""
     if consent is None:
         return None

@@ -80,7 +80,7 @@ class EntryNotFoundError(PrismMemoryError, LookupError):
 
 
 class LineageLimitError(LimitExceededError):
-    """The invalidation walk passed a seed cap (depth 8, 256 edges); nothing changed."""
+    """The invalidation walk passed its cap (depth 8, 256 edges); nothing changed."""
 
 
 class LifecycleOrderError(PrismMemoryError):

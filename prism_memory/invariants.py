@@ -1,4 +1,4 @@
-"""The revoked-ids-absent invariant (seed: "revokedIdsAbsent(environment, deniedIds) is the 072 invariant body").
+"""The revoked-ids-absent invariant: no revoked id reaches a recall, an export or an injected context.
 
 Hosts wrap :func:`revoked_ids_absent` in their eval harness's scorer. It is an
 *invariant*: ``metadata["invariant"]`` is ``True`` and a score of 0 means the

@@ -1,13 +1,13 @@
 """Lifecycle orchestration: for each write and lifecycle operation, the order of its embedder, store and
-``on_invalidate`` calls (seed: ``correct``, ``setConsent``, ``forget``, ``applyRetention``, ``exportMemory``,
-``rebuildIndex``, ``onInvalidate``).
+``on_invalidate`` calls (``correct``, ``set_consent``, ``forget``, ``apply_retention``, ``export_memory``,
+``rebuild_index``).
 
 :class:`~prism_memory.memory.Memory` checks each call's input, waits for its
 pending writes (:meth:`~prism_memory.write_queue.WriteQueue.settle`), then
 calls one function here with checked values. The rules themselves (consent,
 lineage invalidation, legal hold, retention candidates) are the store's: the
-SQL functions on Postgres, the emulator in memory. The order kept here is the
-seed's: tombstones land, then ``on_invalidate`` runs, then bodies are deleted.
+SQL functions on Postgres, the emulator in memory. The order kept here:
+tombstones land, then ``on_invalidate`` runs, then bodies are deleted.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from .types import (
 )
 from .write_queue import WriteQueue
 
-#: Seed caps: forget and retention delete at most this many bodies per call.
+#: Forget and retention delete at most this many bodies per call.
 DELETE_BATCH = 64
 
 

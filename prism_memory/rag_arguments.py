@@ -1,4 +1,4 @@
-"""The RAG store calls' arguments, checked for what SQL cannot see (seed: "Standalone durable vector store for RAG").
+"""The RAG store calls' arguments, checked for what SQL cannot see.
 
 Both RAG stores run these first, so a caller gets the same typed error from
 either: Python types, encodings and the JSON codec, and the few rules the SQL

@@ -1,4 +1,4 @@
-"""Redaction of text and JSON before anything is persisted or injected (seed: "redactor / secrets").
+"""Redaction of text and JSON before anything is persisted or injected.
 
 ``secrets`` are literal strings replaced by :data:`REDACTED` wherever they
 occur; the host ``redactor`` then maps each string to its redacted form. Both

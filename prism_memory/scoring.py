@@ -4,7 +4,7 @@ Default: ``score = similarity + LEXICAL_WEIGHT * lexical`` where ``similarity``
 is ``1 - cosine distance`` (pgvector ``<=>``) in [-1, 1] and ``lexical`` is the
 share of the query's distinct lexical terms present in the entry, in [0, 1].
 
-Composite (opt-in, seed "Composite recall scoring"): the top ``top_k *
+Composite (opt-in): the top ``top_k *
 CANDIDATE_FACTOR`` candidates by the default score are re-ranked by
 ``w_similarity * default + w_recency * recency + w_importance * importance``.
 ``recall_v3`` and ``scoring_weights_v1`` compute the same in
@@ -23,7 +23,7 @@ from .types import RecallScoringOptions
 LEXICAL_WEIGHT = 0.25
 #: Candidates fetched per hit before a composite re-rank.
 CANDIDATE_FACTOR = 4
-#: An entry without importance scores this (seed: "neutral 1.0 when absent").
+#: An entry without importance scores this (neutral).
 NEUTRAL_IMPORTANCE = 1.0
 
 

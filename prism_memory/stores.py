@@ -1,4 +1,4 @@
-"""The store contracts both backends implement (seed: "narrow Embedder and VectorStore contracts").
+"""The store contracts both backends implement.
 
 Each method is one atomic operation: it either applies completely or raises
 and changes nothing. The Postgres adapter implements each as one call to a
@@ -209,7 +209,7 @@ class WorkingStore(Protocol):
 
 @runtime_checkable
 class RagVectorStore(Protocol):
-    """The standalone vector store for RAG (seed: "Standalone durable vector store for RAG").
+    """The standalone vector store for RAG.
 
     Chunks live in a *scope* (a knowledge base) of a tenant, in numbered
     *generations*: a scope's current generation (0 until set) is what reads

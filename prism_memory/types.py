@@ -12,7 +12,7 @@ from .errors import LimitExceededError
 
 @dataclass(frozen=True, slots=True)
 class Scope:
-    """Isolation key of every operation (seed: "Security and performance notes").
+    """Isolation key of every operation.
 
     ``thread_id`` is ``None`` only for resource-scoped working memory; semantic
     operations require it.
@@ -32,7 +32,7 @@ TRAVELLING_SCOPES = ("profile", "user")
 
 @dataclass(frozen=True, slots=True)
 class MemoryConsent:
-    """Who provided an entry and whether it may be used (seed: ``MemoryConsent``).
+    """Who provided an entry and whether it may be used.
 
     ``source``: ``"user"``, ``"agent"`` or ``"system"``; ``scope``: how far
     the entry may travel: ``"thread"`` (its own thread only), ``"profile"``
@@ -75,8 +75,8 @@ class MemoryLineage:
 
     Stored as ``metadata["_lineage"] = {"sourceIds": [...], "reason": ...}``.
     The entry is excluded while any source is revoked, invisible, held,
-    deleted or corrected (seed: "Multi-source facts stay injectable only if none
-    of their sources are invalidated").
+    deleted or corrected: a fact derived from several sources stays injectable
+    only while none of them is invalidated.
     """
 
     source_ids: tuple[str, ...]
@@ -215,7 +215,7 @@ class RetentionResult:
 
 @dataclass(frozen=True, slots=True)
 class RecallScoringOptions:
-    """Opt-in composite recall scoring (seed: "Composite recall scoring (opt-in)").
+    """Opt-in composite recall scoring.
 
     ``recency_weight`` and ``importance_weight``: finite, in [0, 1];
     ``half_life_ms``: the recency half-life in milliseconds, positive and
@@ -396,7 +396,7 @@ class StoredChunk:
 
 @dataclass(frozen=True, slots=True)
 class RagAccessConstraint:
-    """A host-verified reader for document ACL (seed: ``authorization: "acl"``, ``RagAccessConstraint``).
+    """A host-verified reader for document ACL.
 
     Passed as ``authorization=``: reads return only chunks whose source grants
     ``principal_id`` or one of ``group_ids`` (at most 1,024) access, checked
@@ -409,7 +409,7 @@ class RagAccessConstraint:
     group_ids: tuple[str, ...] = ()
 
 
-#: Hard caps from the seed ("Security and performance notes") and this project.
+#: Hard caps: no option or limit may exceed these.
 HARD_CAPS: dict[str, int] = {
     "top_k": 32,
     "message_range": 4,

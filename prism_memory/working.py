@@ -1,4 +1,4 @@
-"""Working-memory checks and ``{{path}}`` template rendering (seed: "schema / validateWorkingMemory", "workingMemoryTemplate")."""
+"""Working-memory checks and ``{{path}}`` template rendering."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The background write queue of one memory (seed: ``remember`` returns before indexing is done; ``flush``).
+"""The background write queue of one memory: ``remember`` returns before its entries are stored; ``flush`` waits.
 
 ``Memory.remember(wait=False)`` hands its write to :meth:`WriteQueue.start`
 and returns. Every write, awaited or not, holds :meth:`WriteQueue.ordered`

@@ -72,7 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
         info = _server.get_postmaster_info()
         host, port, user, password = str(info.socket_dir), info.port, "postgres", ""
         # The suite runs with a session TimeZone far from UTC (a half-hour offset with daylight
-        # saving): no result may depend on it (issue: hardening). tests/test_timezones.py adds more zones.
+        # saving): no result may depend on it. tests/test_timezones.py adds more zones.
         import psycopg
 
         with psycopg.connect(dsn_for(host, port, user, "postgres"), autocommit=True) as conn:

@@ -1,4 +1,4 @@
-"""The scale benchmark's corpus and a CI-sized run of bench/scale.py (issue 7). No timing is asserted here:
+"""The scale benchmark's corpus and a CI-sized run of bench/scale.py. No timing is asserted here:
 the figures are the benchmark's to print (docs/performance.md)."""
 
 import json

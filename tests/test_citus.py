@@ -366,7 +366,7 @@ def test_a_granted_role_has_the_same_grants_on_every_node(pg_dsn, login_role):
 ])
 def test_a_write_citus_does_not_delegate_is_refused(pg_dsn, shape):
     """Such a call runs on the coordinator, where its thread lock excludes none of the tenant's other writers
-    (duplicate sequences, found by a hostile review): lock_key_v1 refuses it (PM017) and nothing is written."""
+    (duplicate sequences): lock_key_v1 refuses it (PM017) and nothing is written."""
     call = ("remember_v2(%(t)s, 'res-s', 'th-s', array['s1'], array['shape'], array[%(v)s]::vector[])")
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         with pytest.raises(psycopg.Error, match="does not hold tenant") as raised:

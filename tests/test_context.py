@@ -199,7 +199,7 @@ async def test_the_processor_tells_true_from_1():
     {"resource_id": "alice/agent:researcher", "thread_id": "main/agent:researcher"},
 ])
 def test_the_reserved_agent_segment_is_refused_from_the_host(scope):
-    """Issue: create_memory(resource_id="alice/agent:researcher", ...) read the delegated agent's notes.
+    """create_memory(resource_id="alice/agent:researcher", ...) read the delegated agent's notes.
     Only Memory.child() makes ids with the /agent: segment."""
     from prism_memory import create_hash_embedder, create_memory
 
@@ -236,7 +236,7 @@ async def _run_processors(backend, concurrently):
 
 
 async def test_concurrent_processors_get_the_same_outcome_on_both_backends(backends):
-    """Issue 13, item 13: every processor reads version 1 before any writes, as on Postgres, so one wins and
+    """every processor reads version 1 before any writes, as on Postgres, so one wins and
     nine get the version conflict (the emulator let all ten win); run one after another, all ten win on both."""
     outcome = await backends.run(lambda backend: _run_processors(backend, concurrently=True))
     assert outcome == [["WorkingMemoryRecord"] + ["WorkingMemoryVersionConflict"] * 9, 2]

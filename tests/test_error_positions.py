@@ -1,4 +1,4 @@
-"""One convention for where an error is (issue 13, item 12), on both backends and in the facade.
+"""One convention for where an error is, on both backends and in the facade.
 
 A batch item is named by its 1-based position and, once its id is usable, the id: ``entry 2 (b)``,
 ``chunk 2 (c2)``; a field follows after a colon (``entry 2 (b): embedding[0] is not finite``). A

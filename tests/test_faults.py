@@ -1,4 +1,4 @@
-"""Concurrency and faults on Postgres (issue: hardening): duplicate writers, failed statements,
+"""Concurrency and faults on Postgres: duplicate writers, failed statements,
 cancellation and a killed connection in the middle of a batch."""
 
 import asyncio

@@ -1,4 +1,4 @@
-"""Names checked by a pattern are checked whole (issue 13, item 10): ``$`` matches before a trailing newline,
+"""Names checked by a pattern are checked whole: ``$`` matches before a trailing newline,
 so a pattern is applied with ``re.fullmatch`` and ``"name\\n"`` is refused, before any SQL runs."""
 
 import ast

@@ -103,7 +103,7 @@ LONG_QUERIES = [
 
 
 def test_a_query_is_scored_by_its_first_32_distinct_terms_in_sql_and_python(pg_dsn):
-    """Issue: bounded cost. A 64 KiB query had about 10,900 distinct terms; now the first 32 (in order of
+    """bounded cost. A 64 KiB query had about 10,900 distinct terms; now the first 32 (in order of
     appearance) are kept, by the same rule in query_terms_v2 and lexical.query_terms_v2."""
     long_query, repeated = LONG_QUERIES[:2]
     texts = TRICKY + conversation_texts(sample_conversation_path()) + LONG_QUERIES

@@ -1,4 +1,4 @@
-"""Tokenizer v2 through the public API, on both backends (issue 15): recall and RAG lexical queries find
+"""Tokenizer v2 through the public API, on both backends: recall and RAG lexical queries find
 morphological variants (Porter stems) and CJK substrings (character bigrams), including runs over 64
 characters that v1 left out of the index; and an install with data migrates to revision 0010 and back."""
 

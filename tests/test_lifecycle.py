@@ -270,7 +270,7 @@ async def test_forget_deletes_after_the_hook_and_hold_keeps_the_body(backends):
 
 
 async def test_an_erasure_deletes_the_derived_copies_too_and_holds_still_win(backends):
-    """Issue: after forget(["ssn-123"]) a derived entry quoting the SSN kept its body (tombstoned, never injected)."""
+    """after forget(["ssn-123"]) a derived entry quoting the SSN kept its body (tombstoned, never injected)."""
     async def scenario(backend):
         memory = backend.memory()
         await seed(

@@ -1,4 +1,4 @@
-"""Lifecycle edge cases found by adversarial review, each pinned on both backends."""
+"""Lifecycle edge cases, each pinned on both backends."""
 
 import asyncio
 import base64

@@ -1,4 +1,4 @@
-"""Bulk ingest (issue 7): remember_batch writes many threads of one tenant in one call, all or nothing."""
+"""Bulk ingest: remember_batch writes many threads of one tenant in one call, all or nothing."""
 
 import asyncio
 from datetime import datetime, timezone

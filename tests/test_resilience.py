@@ -1,4 +1,4 @@
-"""What production does to a store (issue 13, "Connections and failures"): every backend terminated,
+"""What production does to a store: every backend terminated,
 a real server restart, an exhausted or closed pool, and a failed background write.
 
 The Postgres cases run against the embedded server: ``pg_terminate_backend`` on the test database's

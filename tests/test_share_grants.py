@@ -166,7 +166,7 @@ async def test_shared_entries_of_another_width_are_skipped(server_dsn):
 
 
 async def test_a_grant_shares_the_entries_as_they_are_when_it_is_made(backends):
-    """Issue: a grant of an id the thread does not hold yet, or a rewrite of a granted id, shared later writes."""
+    """a grant of an id the thread does not hold yet, or a rewrite of a granted id, shared later writes."""
     async def scenario(backend):
         parent = backend.memory(thread_id="parent")
         child = backend.memory(thread_id="child")

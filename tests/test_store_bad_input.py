@@ -136,7 +136,7 @@ CASES = [
     ("resource sweep flag", lambda s, w: s.invalidate_resource(THREAD, None, 8, expired_only=1), LimitExceededError, PYTHON),
     ("list limit 201", lambda s, w: s.list_by_thread(THREAD, None, 201), LimitExceededError, "PM005"),
     ("reembed pairs differ", lambda s, w: s.reembed(THREAD, ["kept"], [], [ONE]), LimitExceededError, "PM005"),
-    # store calls' own arguments, refused in Python on both stores (issue 13, item 8): a naive or non-datetime
+    # store calls' own arguments, refused in Python on both stores: a naive or non-datetime
     # `now` (Postgres would read it in the session's TimeZone), a NUL (Postgres text cannot hold it), a wrong type
     ("naive now, remember", lambda s, w: s.remember(THREAD, [record()], now=NAIVE), InvalidEntryError, PYTHON),
     ("naive now, remember_batch", lambda s, w: s.remember_batch([(THREAD, [record()])], now=NAIVE), InvalidEntryError, PYTHON),

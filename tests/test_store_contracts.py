@@ -1,4 +1,4 @@
-"""The store-level API answers the same on both backends (issue 13, item 8): what a store returns, called directly.
+"""The store-level API answers the same on both backends: what a store returns, called directly.
 
 The suite's Postgres sessions run in a TimeZone far from UTC (tests/conftest.py), so a time that came
 back in the session's offset, or a naive ``now`` read in it, would show here.

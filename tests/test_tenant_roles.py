@@ -1,4 +1,4 @@
-"""Tenant-bound roles (issue: a leaked application credential reaches every tenant).
+"""Tenant-bound roles.
 
 A role bound to tenants with ``grant_app_role(..., tenants=[...])`` may call the API functions only for those
 tenants, inside every SQL function (PM016, TenantAccessDeniedError), and is stamped with the server's clock

@@ -1,4 +1,4 @@
-"""Results do not depend on the database session's TimeZone (issue: hardening).
+"""Results do not depend on the database session's TimeZone.
 
 The same time-dependent scenario runs on the emulator and on Postgres sessions set to
 zones far from UTC, with half-hour and 45-minute offsets and daylight saving."""
