@@ -200,70 +200,94 @@ def exact_cosine(entries, vector: np.ndarray) -> list[str]:
     return [entries.records[i].id for i in order]
 
 
+async def load_all(stores: list, spec: CorpusSpec, dsn: str, schema: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Load the corpus into every store, 50 batches at a time, the peers in turn; then each store's own finish
+    (index, analyze) and a vacuum of the tables. Returns the seconds each spent loading and finishing."""
+    ingest = {store.name: 0.0 for store in stores}
+    finish = {store.name: 0.0 for store in stores}
+    log(f"loading {spec.entries:,} entries into each store, chunk by chunk (peers in turn)")
+    batches = tenant_batches(spec, 1000)
+    loaded = 0
+    while chunk := list(itertools.islice(batches, 50)):
+        for store in stores:
+            started = time.perf_counter()
+            await store.load(chunk)
+            ingest[store.name] += time.perf_counter() - started
+        loaded += sum(len(rows.records) for writes in chunk for _, rows in writes)
+        log(f"  {loaded:,} entries: " + ", ".join(f"{name} {loaded / s:,.0f}/s" for name, s in ingest.items()))
+    for store in stores:
+        started = time.perf_counter()
+        await store.finish()
+        finish[store.name] = time.perf_counter() - started
+    log("after load: " + ", ".join(f"{name} index/analyze {s:.1f} s" for name, s in finish.items()))
+    with psycopg.connect(dsn, autocommit=True) as conn:  # what autovacuum does after a bulk load, for all three
+        for table in (sql.Identifier(schema, "semantic_memory"), sql.Identifier(schema, "semantic_memory_invalidation"),
+                      sql.Identifier(stores[1].table), sql.Identifier(stores[2].table)):
+            conn.execute(sql.SQL("vacuum (analyze) {}").format(table))
+    return ingest, finish
+
+
+async def time_scoped(stores: list, spec: CorpusSpec, picked: list, rng, warmup: int) -> tuple[dict, dict[str, int], int]:
+    """One query per picked thread, each store in turn (rotating who goes first); after ``warmup`` queries, each
+    store's latencies (ms), the peers' hits of the exact top k, and how many the exact answers held."""
+    latencies: dict[str, list[float]] = {store.name: [] for store in stores}
+    found = {"langchain": 0, "mem0": 0}
+    expected = 0
+    for n, thread in enumerate(picked):
+        vector, text = thread_query(spec, thread, rng)
+        answers = {}
+        for store in stores[n % 3:] + stores[: n % 3]:
+            started = time.perf_counter()
+            answers[store.name] = await store.query(thread, vector, text)
+            if n >= warmup:
+                latencies[store.name].append((time.perf_counter() - started) * 1000)
+        if n >= warmup:
+            truth = exact_cosine(thread_entries(spec, thread), vector)
+            expected += len(truth)
+            for name in found:
+                found[name] += len(set(answers[name]) & set(truth))
+    return latencies, found, expected
+
+
+async def time_thread(stores: list, spec: CorpusSpec, thread, rng, warmup: int, queries: int) -> dict[str, list[float]]:
+    """``warmup + queries`` queries on one thread, each store in turn (rotating); the latencies (ms) after warmup."""
+    latencies: dict[str, list[float]] = {store.name: [] for store in stores}
+    for n in range(warmup + queries):
+        vector, text = thread_query(spec, thread, rng)
+        for store in stores[n % 3:] + stores[: n % 3]:
+            started = time.perf_counter()
+            await store.query(thread, vector, text)
+            if n >= warmup:
+                latencies[store.name].append((time.perf_counter() - started) * 1000)
+    return latencies
+
+
 async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
     spec = CorpusSpec(entries=args.entries, tenants=max(1, args.entries // 100), seed=args.seed)
     suffix = secrets.token_hex(4)
     stores = [Prism(dsn, schema, spec.dimensions), LangChain(dsn, f"bench_langchain_{suffix}", spec.dimensions),
               Mem0(dsn, f"bench_mem0_{suffix}", spec.dimensions)]
-    ingest = {store.name: 0.0 for store in stores}
-    finish = {store.name: 0.0 for store in stores}
     for store in stores:
         await store.open()
     try:
-        log(f"loading {spec.entries:,} entries into each store, chunk by chunk (peers in turn)")
-        batches = tenant_batches(spec, 1000)
-        loaded = 0
-        while chunk := list(itertools.islice(batches, 50)):
-            for store in stores:
-                started = time.perf_counter()
-                await store.load(chunk)
-                ingest[store.name] += time.perf_counter() - started
-            loaded += sum(len(rows.records) for writes in chunk for _, rows in writes)
-            log(f"  {loaded:,} entries: " + ", ".join(f"{name} {loaded / s:,.0f}/s" for name, s in ingest.items()))
-        for store in stores:
-            started = time.perf_counter()
-            await store.finish()
-            finish[store.name] = time.perf_counter() - started
-        log("after load: " + ", ".join(f"{name} index/analyze {s:.1f} s" for name, s in finish.items()))
-        with psycopg.connect(dsn, autocommit=True) as conn:  # what autovacuum does after a bulk load, for all three
-            for table in (sql.Identifier(schema, "semantic_memory"), sql.Identifier(schema, "semantic_memory_invalidation"),
-                          sql.Identifier(stores[1].table), sql.Identifier(stores[2].table)):
-                conn.execute(sql.SQL("vacuum (analyze) {}").format(table))
-
+        ingest, finish = await load_all(stores, spec, dsn, schema)
         all_threads = threads(spec)
         rng = np.random.default_rng([args.seed, 5])
         picked = [all_threads[i] for i in rng.integers(0, len(all_threads), args.warmup + args.queries)]
-        latencies: dict[str, list[float]] = {store.name: [] for store in stores}
-        found: dict[str, int] = {store.name: 0 for store in stores}
-        expected = 0
         log(f"timing {args.queries} scoped top-{TOP_K} queries, interleaved")
-        for n, thread in enumerate(picked):
-            vector, text = thread_query(spec, thread, rng)
-            answers = {}
-            for store in stores[n % 3:] + stores[: n % 3]:
-                started = time.perf_counter()
-                answers[store.name] = await store.query(thread, vector, text)
-                if n >= args.warmup:
-                    latencies[store.name].append((time.perf_counter() - started) * 1000)
-            if n >= args.warmup:
-                truth = exact_cosine(thread_entries(spec, thread), vector)
-                expected += len(truth)
-                for name in ("langchain", "mem0"):
-                    found[name] += len(set(answers[name]) & set(truth))
+        latencies, found, expected = await time_scoped(stores, spec, picked, rng, args.warmup)
         largest = max(all_threads, key=lambda thread: thread.size)
-        large: dict[str, list[float]] = {store.name: [] for store in stores}
         log(f"timing {args.large_queries} top-{TOP_K} queries on the largest thread ({largest.size:,} entries), interleaved")
-        for n in range(args.warmup + args.large_queries):
-            vector, text = thread_query(spec, largest, rng)
-            for store in stores[n % 3:] + stores[: n % 3]:
-                started = time.perf_counter()
-                await store.query(largest, vector, text)
-                if n >= args.warmup:
-                    large[store.name].append((time.perf_counter() - started) * 1000)
+        large = await time_thread(stores, spec, largest, rng, args.warmup, args.large_queries)
     finally:
         for store in stores:
             await store.close()
+    return report(args, ingest, finish, latencies, large, found, expected, largest.size)
 
+
+def report(args: argparse.Namespace, ingest: dict, finish: dict, latencies: dict, large: dict, found: dict,
+           expected: int, largest_size: int) -> dict:
+    """The JSON line: each speedup of prism over a peer (the peer's figure over prism's), and the figures."""
     large_p50 = {name: float(np.percentile(values, 50)) for name, values in large.items()}
     p50 = {name: float(np.percentile(values, 50)) for name, values in latencies.items()}
     p99 = {name: float(np.percentile(values, 99)) for name, values in latencies.items()}
@@ -277,7 +301,7 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         "speedup_large_thread_vs_langchain": round(large_p50["langchain"] / large_p50["prism"], 2),
         "speedup_large_thread_vs_mem0": round(large_p50["mem0"] / large_p50["prism"], 2),
         "large_thread_p50_ms": {name: round(value, 3) for name, value in large_p50.items()},
-        "large_thread_entries": largest.size,
+        "large_thread_entries": largest_size,
         "speedup_ingest_vs_langchain": round(to_query["langchain"] / to_query["prism"], 2),
         "speedup_ingest_vs_mem0": round(to_query["mem0"] / to_query["prism"], 2),
         "speedup_recall_p99_vs_langchain": round(p99["langchain"] / p99["prism"], 2),

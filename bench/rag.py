@@ -74,6 +74,90 @@ async def timed(call) -> tuple[list, float]:
     return result, (time.perf_counter() - start) * 1000
 
 
+async def load(store, dsn: str, schema: str, vectors: np.ndarray, args: argparse.Namespace) -> tuple[float, int]:
+    """Upsert every chunk (batches of 1,000), grant each source to a group (and every 200th to ``ada``), vacuum;
+    returns the ingest's seconds and the number of sources."""
+    log(f"loading {args.chunks} chunks of {args.dimensions} dims into {schema}")
+    started = time.perf_counter()
+    for start in range(0, args.chunks, 1000):
+        await store.upsert(TENANT, SCOPE, [
+            RagChunk(f"c{i:07d}", f"s{i // 10}", f"chunk {i} of source {i // 10}", vectors[i].tolist(),
+                     metadata(i, args.chunks))
+            for i in range(start, min(start + 1000, args.chunks))
+        ])
+        if start % 20000 == 0:
+            log(f"  {start + 1000} chunks, {time.perf_counter() - started:.0f} s")
+    ingest_s = time.perf_counter() - started
+    sources = (args.chunks + 9) // 10
+    async with store.transaction() as tx:
+        for source in range(sources):
+            principals = ["ada"] if source % 200 == 0 else []
+            await tx.set_source_access(TENANT, f"s{source}", principal_ids=principals,
+                                       group_ids=[f"g{source % 20}"], access_version=1)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for table in ("semantic_memory_rag_chunk", "semantic_memory_rag_source_acl"):
+            conn.execute(sql.SQL("vacuum analyze {}.{}").format(sql.Identifier(schema), sql.Identifier(table)))
+    return ingest_s, sources
+
+
+async def unfiltered(store, asked: np.ndarray, unit: np.ndarray) -> tuple[list[float], float]:
+    """Each query unfiltered: the latencies (ms) and the recall@10 against the exact top 10."""
+    log("unfiltered queries")
+    latencies, found = [], 0
+    for query in asked:
+        got, ms = await timed(store.query(TENANT, SCOPE, query.tolist(), top_k=10))
+        latencies.append(ms)
+        found += len({int(m.id[1:]) for m in got} & set(exact_top(unit, query, None)))
+    return latencies, found / (10 * len(asked))
+
+
+async def filtered(store, asked: np.ndarray, unit: np.ndarray, chunks: int) -> tuple[bool, dict, dict]:
+    """Half the queries under each metadata filter: whether each returned min(10, matches) matching chunks,
+    and per filter the p50 latency and the recall@10 against the exact top 10 of the matches."""
+    log("filtered queries")
+    index = np.arange(chunks)
+    filters = {
+        "bucket 1%": ({"bucket": 42}, index % 100 == 42),
+        "band 25%": ({"band": 1}, index % 4 == 1),
+        "rare 5 rows": ({"rare": True}, index % (chunks // 5) == 7),
+        "no match": ({"bucket": 1000}, np.zeros(chunks, dtype=bool)),
+    }
+    ok, latency, recall = True, {}, {}
+    for name, (wanted, mask) in filters.items():
+        spent, hits = [], 0
+        for query in asked:
+            got, ms = await timed(store.query(TENANT, SCOPE, query.tolist(), top_k=10, filter=wanted))
+            spent.append(ms)
+            returned = [int(m.id[1:]) for m in got]
+            ok &= len(returned) == min(10, int(mask.sum())) and all(mask[i] for i in returned)
+            hits += len(set(returned) & set(exact_top(unit, query, mask)))
+        latency[name] = percentile(spent, 50)
+        recall[name] = round(hits / max(1, len(asked) * min(10, int(mask.sum()))), 4)
+    return ok, latency, recall
+
+
+async def with_acl(store, asked: np.ndarray, unit: np.ndarray, chunks: int, sources: int) -> dict:
+    """Half the queries as each reader of READERS: latencies, leaks (chunks the reader may not read), whether
+    each returned min(10, readable), and per reader the p50 latency and the recall@10 against the exact answer."""
+    log("ACL queries")
+    source_of = np.arange(chunks) // 10
+    figures = {"spent": [], "by_reader": {}, "leaks": 0, "recall": {}, "ok": True}
+    for name, reader in READERS.items():
+        mask = np.array([readable(reader, s) for s in range(sources)])[source_of]
+        spent, hits = [], 0
+        for query in asked:
+            got, ms = await timed(store.query(TENANT, SCOPE, query.tolist(), top_k=10, authorization=reader))
+            spent.append(ms)
+            returned = [int(m.id[1:]) for m in got]
+            figures["leaks"] += sum(1 for i in returned if not mask[i])
+            figures["ok"] &= len(returned) == min(10, int(mask.sum()))
+            hits += len(set(returned) & set(exact_top(unit, query, mask)))
+        figures["spent"] += spent
+        figures["by_reader"][name] = percentile(spent, 50)
+        figures["recall"][name] = round(hits / (10 * len(asked)), 4)
+    return figures
+
+
 async def run(dsn: str, args: argparse.Namespace) -> dict:
     vectors, asked = corpus(args.chunks, args.dimensions, args.clusters, args.queries, args.seed)
     unit = vectors.astype(np.float64)
@@ -81,76 +165,13 @@ async def run(dsn: str, args: argparse.Namespace) -> dict:
     with scratch_schema(dsn, "bench_rag") as schema:
         store = await create_postgres_vector_store(dsn, schema=schema, dimensions=args.dimensions)
         try:
-            log(f"loading {args.chunks} chunks of {args.dimensions} dims into {schema}")
-            started = time.perf_counter()
-            for start in range(0, args.chunks, 1000):
-                await store.upsert(TENANT, SCOPE, [
-                    RagChunk(f"c{i:07d}", f"s{i // 10}", f"chunk {i} of source {i // 10}", vectors[i].tolist(),
-                             metadata(i, args.chunks))
-                    for i in range(start, min(start + 1000, args.chunks))
-                ])
-                if start % 20000 == 0:
-                    log(f"  {start + 1000} chunks, {time.perf_counter() - started:.0f} s")
-            ingest_s = time.perf_counter() - started
-            sources = (args.chunks + 9) // 10
-            async with store.transaction() as tx:
-                for source in range(sources):
-                    principals = ["ada"] if source % 200 == 0 else []
-                    await tx.set_source_access(TENANT, f"s{source}", principal_ids=principals,
-                                               group_ids=[f"g{source % 20}"], access_version=1)
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute(sql.SQL("vacuum analyze {}.{}").format(
-                    sql.Identifier(schema), sql.Identifier("semantic_memory_rag_chunk")))
-                conn.execute(sql.SQL("vacuum analyze {}.{}").format(
-                    sql.Identifier(schema), sql.Identifier("semantic_memory_rag_source_acl")))
-
+            ingest_s, sources = await load(store, dsn, schema, vectors, args)
             for query in asked[: args.warmup]:
                 await store.query(TENANT, SCOPE, query.tolist(), top_k=10)
-
-            log("unfiltered queries")
-            latencies, found = [], 0
-            for query in asked:
-                got, ms = await timed(store.query(TENANT, SCOPE, query.tolist(), top_k=10))
-                latencies.append(ms)
-                found += len({int(m.id[1:]) for m in got} & set(exact_top(unit, query, None)))
-            hnsw_recall = found / (10 * len(asked))
-
-            log("filtered queries")
-            index = np.arange(args.chunks)
-            filters = {
-                "bucket 1%": ({"bucket": 42}, index % 100 == 42),
-                "band 25%": ({"band": 1}, index % 4 == 1),
-                "rare 5 rows": ({"rare": True}, index % (args.chunks // 5) == 7),
-                "no match": ({"bucket": 1000}, np.zeros(args.chunks, dtype=bool)),
-            }
-            filtered_ok, filtered_latency, filtered_recall = True, {}, {}
-            for name, (wanted, mask) in filters.items():
-                spent, hits = [], 0
-                for query in asked[: args.queries // 2]:
-                    got, ms = await timed(store.query(TENANT, SCOPE, query.tolist(), top_k=10, filter=wanted))
-                    spent.append(ms)
-                    returned = [int(m.id[1:]) for m in got]
-                    filtered_ok &= len(returned) == min(10, int(mask.sum())) and all(mask[i] for i in returned)
-                    hits += len(set(returned) & set(exact_top(unit, query, mask)))
-                filtered_latency[name] = percentile(spent, 50)
-                filtered_recall[name] = round(hits / max(1, len(asked[: args.queries // 2]) * min(10, int(mask.sum()))), 4)
-
-            log("ACL queries")
-            source_of = index // 10
-            acl_spent, acl_by_reader, acl_leaks, acl_recall = [], {}, 0, {}
-            for name, reader in READERS.items():
-                mask = np.array([readable(reader, s) for s in range(sources)])[source_of]
-                spent, hits = [], 0
-                for query in asked[: args.queries // 2]:
-                    got, ms = await timed(store.query(TENANT, SCOPE, query.tolist(), top_k=10, authorization=reader))
-                    spent.append(ms)
-                    returned = [int(m.id[1:]) for m in got]
-                    acl_leaks += sum(1 for i in returned if not mask[i])
-                    filtered_ok &= len(returned) == min(10, int(mask.sum()))
-                    hits += len(set(returned) & set(exact_top(unit, query, mask)))
-                acl_spent += spent
-                acl_by_reader[name] = percentile(spent, 50)
-                acl_recall[name] = round(hits / (10 * len(asked[: args.queries // 2])), 4)
+            latencies, hnsw_recall = await unfiltered(store, asked, unit)
+            half = asked[: args.queries // 2]
+            filtered_ok, filtered_latency, filtered_recall = await filtered(store, half, unit, args.chunks)
+            acl = await with_acl(store, half, unit, args.chunks, sources)
         finally:
             await store.close()
 
@@ -158,12 +179,12 @@ async def run(dsn: str, args: argparse.Namespace) -> dict:
         "hnsw_recall_at_10": round(hnsw_recall, 4),
         "query_p50_ms": percentile(latencies, 50),
         "query_p99_ms": percentile(latencies, 99),
-        "filtered_min_k_ok": bool(filtered_ok),
-        "acl_query_p50_ms": percentile(acl_spent, 50),
-        "acl_query_p99_ms": percentile(acl_spent, 99),
-        "acl_query_p50_ms_by_reader": acl_by_reader,
-        "acl_recall_at_10_by_reader": acl_recall,
-        "acl_leaks": acl_leaks,
+        "filtered_min_k_ok": bool(filtered_ok and acl["ok"]),
+        "acl_query_p50_ms": percentile(acl["spent"], 50),
+        "acl_query_p99_ms": percentile(acl["spent"], 99),
+        "acl_query_p50_ms_by_reader": acl["by_reader"],
+        "acl_recall_at_10_by_reader": acl["recall"],
+        "acl_leaks": acl["leaks"],
         "filtered_query_p50_ms": filtered_latency,
         "filtered_recall_at_10": filtered_recall,
         "ingest_chunks_per_s": round(args.chunks / ingest_s, 1),

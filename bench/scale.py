@@ -230,71 +230,89 @@ def explain_largest(dsn: str, schema: str, thread: Thread, query: np.ndarray, te
     return "\n\n".join(notice for notice in notices if TABLE in notice)
 
 
+async def load(stores, spec: CorpusSpec, args: argparse.Namespace, dsn: str, schema: str) -> dict:
+    """Ingest the corpus (the server's memory watched), tombstone a share, load the scope-size threads and
+    resources, vacuum; returns the figures of the load."""
+    by_index = {thread.index: thread for thread in threads(spec)}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        postmaster_pid = int(Path(conn.execute("show data_directory").fetchone()[0], "postmaster.pid")
+                             .read_text().split()[0])
+    with ServerMemory(postmaster_pid) as server_memory:
+        seconds, entries, calls, tombstoned = await ingest(stores, spec, args.batch, args.concurrency)
+    ingest_rss_mb = rss_mb_peak()  # before the brute-force answers below add their own memory
+    log(f"ingest: {entries / seconds:,.0f} entries/s ({seconds:.1f} s in {calls:,} remember_batch calls)")
+    started = time.perf_counter()
+    count = await tombstone(stores, by_index, tombstoned)
+    log(f"tombstoned {count:,} entries in {time.perf_counter() - started:.1f} s")
+    scope_ingest = {}
+    if args.scopes:
+        log(f"loading threads and resources of {', '.join(f'{size:,}' for size in args.scope_sizes)} entries")
+        scope_ingest = await scopes.load(stores, spec, args.scope_sizes, args.concurrency, args.batch)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for table in (TABLE, f"{TABLE}_invalidation"):
+            conn.execute(sql.SQL("vacuum (analyze) {}.{}").format(sql.Identifier(schema), sql.Identifier(table)))
+        table_bytes = conn.execute(
+            sql.SQL("select pg_table_size({})").format(sql.Literal(f"{schema}.{TABLE}"))).fetchone()[0]
+    return {"seconds": seconds, "entries": entries, "calls": calls, "tombstoned": count, "rss_mb": ingest_rss_mb,
+            "server_pss_mb": server_memory.peak_mb, "table_bytes": table_bytes, "scope_ingest": scope_ingest}
+
+
+async def measure(stores, spec: CorpusSpec, args: argparse.Namespace, dsn: str, schema: str) -> dict:
+    """Time scoped recalls on threads drawn uniformly, then on the largest thread, then against scope size."""
+    all_threads = threads(spec)
+    rng = np.random.default_rng([args.seed, 4])
+    picked = [all_threads[i] for i in rng.integers(0, len(all_threads), args.warmup + args.queries)]
+    largest = max(all_threads, key=lambda thread: thread.size)
+    cache: dict[int, object] = {}
+    log(f"timing {args.queries:,} scoped top-{TOP_K} recalls on threads drawn uniformly, then "
+        f"{LARGEST_QUERIES} on the largest thread ({largest.size:,} entries)")
+    latencies, exact = await time_queries(stores, spec, make_queries(spec, picked, args.seed), args.warmup, cache)
+    largest_latencies, largest_exact = await time_queries(
+        stores, spec, make_queries(spec, [largest] * (10 + LARGEST_QUERIES), args.seed + 1), 10, cache)
+    plan = explain_largest(dsn, schema, largest, *make_queries(spec, [largest], args.seed)[0][1:])
+    scope_figures = {}
+    if args.scopes:
+        log("timing recall against scope size")
+        scope_figures = await scopes.measure(stores, spec, args.scope_sizes, args.scope_queries, args.resource_queries)
+    return {"latencies": latencies, "sizes": [thread.size for thread in picked[args.warmup:]], "largest": largest,
+            "largest_latencies": largest_latencies, "exact": exact and largest_exact, "plan": plan,
+            "scope_figures": scope_figures}
+
+
 async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
     spec = CorpusSpec(entries=args.entries, tenants=args.tenants or max(1, args.entries // 100), seed=args.seed)
-    all_threads = threads(spec)
-    by_index = {thread.index: thread for thread in all_threads}
-    log(f"corpus: {spec.entries:,} entries, {spec.tenants:,} tenants, {len(all_threads):,} threads, "
+    log(f"corpus: {spec.entries:,} entries, {spec.tenants:,} tenants, {len(threads(spec)):,} threads, "
         f"{spec.dimensions} dims")
     stores = await create_postgres_memory_stores(dsn, schema=schema, dimensions=spec.dimensions,
                                                  max_pool_size=max(2, args.concurrency))
     try:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            postmaster_pid = int(Path(conn.execute("show data_directory").fetchone()[0], "postmaster.pid")
-                                 .read_text().split()[0])
-        with ServerMemory(postmaster_pid) as server_memory:
-            seconds, entries, calls, tombstoned = await ingest(stores, spec, args.batch, args.concurrency)
-        ingest_rss_mb = rss_mb_peak()  # before the brute-force answers below add their own memory
-        log(f"ingest: {entries / seconds:,.0f} entries/s ({seconds:.1f} s in {calls:,} remember_batch calls)")
-        started = time.perf_counter()
-        count = await tombstone(stores, by_index, tombstoned)
-        log(f"tombstoned {count:,} entries in {time.perf_counter() - started:.1f} s")
-        scope_ingest = {}
-        if args.scopes:
-            log(f"loading threads and resources of {', '.join(f'{size:,}' for size in args.scope_sizes)} entries")
-            scope_ingest = await scopes.load(stores, spec, args.scope_sizes, args.concurrency, args.batch)
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            for table in (TABLE, f"{TABLE}_invalidation"):
-                conn.execute(sql.SQL("vacuum (analyze) {}.{}").format(sql.Identifier(schema), sql.Identifier(table)))
-            table_bytes = conn.execute(
-                sql.SQL("select pg_table_size({})").format(sql.Literal(f"{schema}.{TABLE}"))).fetchone()[0]
-
-        rng = np.random.default_rng([args.seed, 4])
-        picked = [all_threads[i] for i in rng.integers(0, len(all_threads), args.warmup + args.queries)]
-        largest = max(all_threads, key=lambda thread: thread.size)
-        cache: dict[int, object] = {}
-        log(f"timing {args.queries:,} scoped top-{TOP_K} recalls on threads drawn uniformly, then "
-            f"{LARGEST_QUERIES} on the largest thread ({largest.size:,} entries)")
-        latencies, exact = await time_queries(stores, spec, make_queries(spec, picked, args.seed), args.warmup, cache)
-        sizes = [thread.size for thread in picked[args.warmup:]]
-        largest_latencies, largest_exact = await time_queries(
-            stores, spec, make_queries(spec, [largest] * (10 + LARGEST_QUERIES), args.seed + 1), 10, cache)
-        exact = exact and largest_exact
-        plan = explain_largest(dsn, schema, largest, *make_queries(spec, [largest], args.seed)[0][1:])
-        scope_figures = {}
-        if args.scopes:
-            log("timing recall against scope size")
-            scope_figures = await scopes.measure(stores, spec, args.scope_sizes, args.scope_queries, args.resource_queries)
+        loaded = await load(stores, spec, args, dsn, schema)
+        timed = await measure(stores, spec, args, dsn, schema)
     finally:
         await stores.close()
+    return report(spec, args, loaded, timed)
 
-    latencies_ms = np.asarray(latencies)
-    all_ms = np.concatenate([latencies_ms, largest_latencies])
-    slope_ms_per_row = float(np.polyfit(np.asarray(sizes + [largest.size] * len(largest_latencies)), all_ms, 1)[0])
+
+def report(spec: CorpusSpec, args: argparse.Namespace, loaded: dict, timed: dict) -> dict:
+    """The JSON line: ingest, scoped and largest-thread latencies, the per-row slope against the memory-bandwidth
+    floor, memory, and the scope-size figures."""
+    latencies_ms, largest, largest_ms = np.asarray(timed["latencies"]), timed["largest"], np.asarray(timed["largest_latencies"])
+    all_ms = np.concatenate([latencies_ms, largest_ms])
+    slope_ms_per_row = float(np.polyfit(np.asarray(timed["sizes"] + [largest.size] * len(largest_ms)), all_ms, 1)[0])
     bandwidth = memory_bandwidth_gb_s()
-    bytes_per_row = table_bytes / entries
+    entries = loaded["entries"]
+    bytes_per_row = loaded["table_bytes"] / entries
     p50, p99 = np.percentile(latencies_ms, [50, 99])
-    largest_ms = np.asarray(largest_latencies)
-    log(f"recall on the largest thread ({largest.size:,} entries), plan:\n{plan}")
+    log(f"recall on the largest thread ({largest.size:,} entries), plan:\n{timed['plan']}")
     log(f"recall p50 {p50:.2f} ms, p99 {p99:.2f} ms; largest thread p50 {np.percentile(largest_ms, 50):.2f} ms")
     return {
-        "ingest_entries_per_s": round(entries / seconds, 1),
+        "ingest_entries_per_s": round(entries / loaded["seconds"], 1),
         "scoped_recall_p50_ms": round(float(p50), 3),
         "scoped_recall_p99_ms": round(float(p99), 3),
-        "exact": exact,
+        "exact": timed["exact"],
         "per_row_us": round(slope_ms_per_row * 1000, 3),
-        "rss_mb_peak": round(ingest_rss_mb, 1),
-        "server_pss_mb_peak": round(server_memory.peak_mb, 1),
+        "rss_mb_peak": round(loaded["rss_mb"], 1),
+        "server_pss_mb_peak": round(loaded["server_pss_mb"], 1),
         "largest_thread_entries": largest.size,
         "largest_thread_recall_p50_ms": round(float(np.percentile(largest_ms, 50)), 3),
         "largest_thread_recall_p99_ms": round(float(np.percentile(largest_ms, 99)), 3),
@@ -303,14 +321,14 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         "membw_floor_us_per_row": round(bytes_per_row / (bandwidth * 1e3), 4),
         "entries": entries,
         "tenants": spec.tenants,
-        "threads": len(all_threads),
-        "tombstoned": count,
-        "remember_batch_calls": calls,
-        "queries": len(latencies),
+        "threads": len(threads(spec)),
+        "tombstoned": loaded["tombstoned"],
+        "remember_batch_calls": loaded["calls"],
+        "queries": len(latencies_ms),
         "top_k": TOP_K,
         "dimensions": spec.dimensions,
-        **scope_ingest,
-        **scope_figures,
+        **loaded["scope_ingest"],
+        **timed["scope_figures"],
     }
 
 

@@ -127,7 +127,7 @@ def porter_stem(word: str) -> str:
     empty stem (``s``) is read as the word itself, as PostgreSQL's snowball
     dictionary does. Snowball's Porter algorithm is frozen: every
     snowballstemmer release since 2.2 and PostgreSQL 18 give the same stems
-    (``tests/test_lexical_and_embedding.py`` proves it on LoCoMo and two
+    (``tests/recall/test_lexical_and_embedding.py`` proves it on LoCoMo and two
     English word lists).
     """
     with _STEMMER_LOCK:

@@ -6,7 +6,7 @@ both the emulator and the Postgres adapter implement; the named query that
 the Postgres adapter sends (``prism_memory.postgres.queries.Queries``); and
 the versioned SQL function it calls, whose live definition is
 ``sql/schema/functions/<function>.sql``. :data:`GUARDS` lists the checks sent
-before some operations in the same transaction (the embedding-model guard). ``tests/test_operations.py`` checks
+before some operations in the same transaction (the embedding-model guard). ``tests/schema/test_operations.py`` checks
 that all four name the same operations, and :data:`API_FUNCTIONS` (what an
 application role may execute) is derived from here.
 """

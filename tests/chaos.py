@@ -1,4 +1,4 @@
-"""Chaos engine shared by tests/test_chaos.py (a few seconds in CI) and bench/chaos.py (60 s).
+"""Chaos engine shared by tests/resilience/test_chaos.py (a few seconds in CI) and bench/chaos.py (60 s).
 
 ``clients`` concurrent clients call the public API (remember, recall, forget,
 working memory) against their own embedded PostgreSQL, through one pool, while

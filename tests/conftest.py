@@ -22,12 +22,14 @@ gives differently.
 from __future__ import annotations
 
 import os
+import secrets
 import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
 
+import psycopg
 import pytest
 from prism_memory.schema import SchemaConfig, migrate
 from pytest_postgresql import factories
@@ -72,7 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
         info = _server.get_postmaster_info()
         host, port, user, password = str(info.socket_dir), info.port, "postgres", ""
         # The suite runs with a session TimeZone far from UTC (a half-hour offset with daylight
-        # saving): no result may depend on it. tests/test_timezones.py adds more zones.
+        # saving): no result may depend on it. tests/recall/test_timezones.py adds more zones.
         import psycopg
 
         with psycopg.connect(dsn_for(host, port, user, "postgres"), autocommit=True) as conn:
@@ -228,3 +230,15 @@ async def backends(pg_dsn) -> AsyncIterator[Backends]:
     """Both backends side by side for parity tests (``tests/parity.py``)."""
     async with Backends(pg_dsn, TEST_CONFIG) as pair:
         yield pair
+
+
+@pytest.fixture
+def role(pg_dsn):
+    """A fresh login role (dropped afterwards): a role to grant the API to, with or without tenant bindings."""
+    name = f"app_{secrets.token_hex(4)}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"create role {name} login")
+    yield name
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"drop owned by {name}")
+        conn.execute(f"drop role {name}")

@@ -1,4 +1,4 @@
-"""Soak engine shared by tests/test_soak.py (about 20 s in CI) and bench/soak.py (longer).
+"""Soak engine shared by tests/resilience/test_soak.py (about 20 s in CI) and bench/soak.py (longer).
 
 ``clients`` concurrent clients run random operations for ``seconds`` against one
 Postgres install through one pool. Each client owns a random set of scopes (tenant,

@@ -215,7 +215,7 @@ class _PipeWriter(asyncio.Protocol):
 async def _serve_draining(server: MCPServer, read_stream: Any, write_stream: Any, requests: _OpenRequests) -> None:
     """Run ``server``'s low-level ``Server`` on the SDK's stdio streams, as ``MCPServer.run_stdio_async`` does, with
     the end of input waiting for the requests still running (:class:`_OpenRequests`). It reaches
-    ``MCPServer._lowlevel_server``, which the SDK does not document: tests/test_mcp_transports.py serves real
+    ``MCPServer._lowlevel_server``, which the SDK does not document: tests/mcp/test_mcp_transports.py serves real
     subprocesses through both of serve_stdio's paths."""
     lowlevel = server._lowlevel_server  # noqa: SLF001 - what MCPServer.run_stdio_async serves
     await lowlevel.run(_NotingReads(read_stream, requests), _NotingWrites(write_stream, requests),

@@ -9,7 +9,7 @@
 -- quoted identifier or literal (prism_memory.schema.SchemaConfig.names).
 -- Schema revisions (sql/migrations) bring an existing database here; the
 -- tests install a database from this file, migrate another through the whole
--- chain, and diff their catalogs (tests/test_schema_source.py).
+-- chain, and diff their catalogs (tests/schema/test_schema_source.py).
 
 create extension if not exists vector;
 -- Loads pgvector's library in this session (an extension created earlier, by

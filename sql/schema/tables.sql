@@ -1,7 +1,7 @@
 -- prism-memory at head: every table, index, statistics object and row-level
 -- security policy, as a fresh install creates them (sql/schema/install.sql
 -- includes this file). A revision that changes a table changes this file too;
--- tests/test_schema_source.py installs from here and diffs the catalog against
+-- tests/schema/test_schema_source.py installs from here and diffs the catalog against
 -- a database migrated through the whole Alembic chain.
 --
 -- Rules: tenant_id leads every primary key and unique index; every table has

@@ -3,7 +3,7 @@
 Every tool, resource, prompt and error path goes through ``mcp.Client`` over the SDK's in-memory transport,
 on both backends: each scenario runs against a server over the emulator and one over Postgres, and their
 outcomes are compared (``parity.assert_same``; tool errors by type). The transports themselves are tested
-against the real thing in tests/test_mcp_transports.py.
+against the real thing in tests/mcp/test_mcp_transports.py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import re
 import secrets
 import warnings
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -29,67 +28,16 @@ from prism_memory.types import MemoryLimits
 from pydantic import BaseModel
 
 from conftest import CITUS, TEST_CONFIG, TEST_DIMENSIONS
+from mcp_client import Caller, ToolFailure, without_times
 from parity import assert_same
-from test_least_privilege import as_role
+from roles import as_role
 
 SCOPE = server_scope("acme", "user-ada", "thread-1")
 TOOLS = ["remember", "recall", "get_working_memory", "update_working_memory", "list_memories", "correct", "forget",
          "set_consent"]
 ADMIN_TOOLS = ["legal_hold", "apply_retention", "export_memory", "rebuild_index"]
-#: Keys whose values are times: each backend stamps its own.
-TIMES = {"created_at", "updated_at", "granted_at", "revoked_at", "createdAt", "updatedAt", "grantedAt", "revokedAt"}
 PROFILE_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
                   "additionalProperties": False}
-
-
-@dataclass(frozen=True)
-class ToolFailure:
-    """A tool call that came back with ``is_error``: the error type its text names (``arguments`` for a call
-    the input schema refused), and the text itself (not compared across backends: messages may differ)."""
-
-    error: str
-    text: str
-
-
-def failure(text: str) -> ToolFailure:
-    match = re.match(r"Error executing tool \w+: (\w+):", text)
-    return ToolFailure(match.group(1) if match else "arguments" if "validation error" in text else "unknown", text)
-
-
-def without_times(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: without_times(item) for key, item in value.items() if key not in TIMES}
-    if isinstance(value, list):
-        return [without_times(item) for item in value]
-    return value
-
-
-class Caller:
-    """An SDK client: ``await call(tool, **arguments)`` is the structured result, or a :class:`ToolFailure`."""
-
-    def __init__(self, client: Client) -> None:
-        self.client = client
-
-    async def __call__(self, tool: str, **arguments: Any) -> Any:
-        result = await self.client.call_tool(tool, arguments)
-        if result.is_error:
-            return failure(result.content[0].text)
-        assert result.structured_content is not None and result.content, result
-        return result.structured_content
-
-    async def ok(self, tool: str, **arguments: Any) -> Any:
-        result = await self(tool, **arguments)
-        assert not isinstance(result, ToolFailure), result
-        return result
-
-    async def failed(self, tool: str, **arguments: Any) -> ToolFailure:
-        result = await self(tool, **arguments)
-        assert isinstance(result, ToolFailure), result
-        return result
-
-    async def count(self, thread: str | None = None) -> int:
-        page = await self.ok("list_memories", limit=100, **({} if thread is None else {"thread": thread}))
-        return len(page["entries"])
 
 
 def server_over(backend, scope=SCOPE, *, admin_tools: bool = False, consent_source: str = "agent", **options):

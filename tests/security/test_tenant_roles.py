@@ -8,7 +8,6 @@ Look-alike tenants (acme / acme-corp) with distinct entry ids per tenant.
 
 from __future__ import annotations
 
-import secrets
 import warnings
 from datetime import datetime, timedelta, timezone
 from urllib.parse import urlparse
@@ -22,7 +21,6 @@ from prism_memory import (
     create_hash_embedder,
     create_memory,
     create_postgres_memory_stores,
-    grant_app_role,
     revoke_app_role,
     role_tenants,
 )
@@ -30,32 +28,10 @@ from prism_memory.cli import main
 from prism_memory.errors import SQLSTATE_ERRORS
 from prism_memory.operations import API_FUNCTIONS
 
-from conftest import CITUS, TEST_CONFIG, TEST_DIMENSIONS
-from test_least_privilege import as_role
-
-#: On the Citus lane, grant_app_role(..., tenants=...) refuses (tests/test_citus.py checks it): bindings are kept by
-#: role OID, which differs from node to node (docs/scaling.md).
-needs_bindings = pytest.mark.skipif(CITUS, reason="tenant-bound roles are not supported on a Citus-distributed install")
+from conftest import TEST_CONFIG, TEST_DIMENSIONS
+from roles import as_role, grant, needs_bindings
 
 TENANTS = {"acme": ["acme-plan", "acme-budget"], "acme-corp": ["corp-merger", "corp-salaries"]}
-
-
-@pytest.fixture
-def role(pg_dsn):
-    """A fresh login role (dropped afterwards)."""
-    name = f"app_{secrets.token_hex(4)}"
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f"create role {name} login")
-    yield name
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f"drop owned by {name}")
-        conn.execute(f"drop role {name}")
-
-
-def grant(pg_dsn: str, role: str, tenants: list[str] | None) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # the test install is owned by a superuser
-        grant_app_role(pg_dsn, role, TEST_CONFIG, tenants)
 
 
 async def seed(pg_dsn: str) -> None:

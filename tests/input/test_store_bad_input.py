@@ -36,7 +36,7 @@ from prism_memory import (
 from prism_memory.errors import SQLSTATE_ERRORS, PrismMemoryError
 from prism_memory.types import ConsentChange, EntryRecord, Scope
 
-from test_rag import BAD_CALLS, chunk
+from rag_calls import BAD_CALLS, chunk
 
 PYTHON = "python"
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)

@@ -14,8 +14,7 @@ import pytest
 from prism_memory import LimitExceededError, MemoryConsent, MemoryLineage, Scope
 
 from parity import Clock, Raised
-from test_least_privilege import as_role
-from test_tenant_roles import grant, needs_bindings, role  # noqa: F401 (the role fixture)
+from roles import as_role, grant, needs_bindings
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
 USER = MemoryConsent(scope="user")

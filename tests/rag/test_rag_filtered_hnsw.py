@@ -75,6 +75,7 @@ SELECTIVE = [
 ]
 
 
+@pytest.mark.slow
 async def test_filtered_queries_return_min_k_where_plain_hnsw_comes_back_short(big_scope, pg_dsn):
     postgres, emulator, vectors, chunks = big_scope
     sql_dsn, counted, table = pg_dsn, postgres, "prism_memory.semantic_memory_rag_chunk"
@@ -134,6 +135,7 @@ async def check_filtered_queries(emulator, vectors, chunks, sql_dsn, counted, ta
         assert found / (10 * len(range(0, ROWS, 600))) >= 0.9, read
 
 
+@pytest.mark.slow
 async def test_hnsw_reads_stay_consistent_while_writers_move_chunks_out_of_reach(big_scope, pg_dsn):
     """Chunks nearest the query flip between a readable, matching state and an unreadable,
     non-matching one while readers go through the HNSW path: no read may return a chunk in the

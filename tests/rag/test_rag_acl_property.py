@@ -8,6 +8,7 @@ with top_k above the number of chunks, never fewer), and both backends must agre
 import asyncio
 import uuid
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from prism_memory import (
@@ -131,5 +132,6 @@ async def check_sequence(dsn, ops):
 # A revoke at a newer version cannot be undone by a late update at the older one.
 @example(ops=[("upsert", "c0", "s1", None, "river"), ("grant", "s1", [], ["g1"], 1), ("grant", "s1", [], [], 2),
               ("grant", "s1", ["ada"], ["g1"], 1)])
+@pytest.mark.slow
 def test_acl_reads_never_return_an_unreadable_source(pg_dsn, ops):
     asyncio.run(check_sequence(pg_dsn, ops))

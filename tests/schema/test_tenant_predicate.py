@@ -281,6 +281,92 @@ class Run:
     placements: list[dict[tuple[str, str], set[tuple[str, str]]]]
 
 
+def tenant_memories(tenant, stores, embedder, clock: Clock) -> dict[str, Any]:
+    """One tenant's memories: its main thread, a child thread, its resource profile, and a delegated agent."""
+
+    def memory(thread: str | None):
+        return create_memory(
+            tenant_id=tenant.tenant_id, resource_id=tenant.resource,
+            thread_id=None if thread is None else tenant.thread(thread), embedder=embedder,
+            vector_store=stores.vector_store, working_store=stores.working_store, clock=clock,
+            schema=WORKING_SCHEMA, working_memory_template="Name: {{name}}; Pet: {{pet}}")
+
+    main = memory("main")
+    return {"main": main, "child": memory("child"), "profile": memory(None), "agent": main.child("helper")}
+
+
+async def write_everything(call: Calls, tenant, mine: dict[str, Any], store, embedder) -> None:
+    """Every write of the API for one tenant (working memory, entries, bulk, grants, retention, RAG)."""
+    main, child, agent = mine["main"], mine["child"], mine["agent"]
+    await call("write.update_working", main.update_working({"name": f"{tenant.word} Ada", "pet": "Rex"}))
+    await call("write.update_working_again", main.update_working({"name": f"{tenant.word} Ada L."}, 1))
+    await call("write.update_working_resource", mine["profile"].update_working({"name": f"{tenant.word} Ada"}))
+    await call("write.remember", main.remember(entries_of(tenant), wait=True))
+    await call("write.remember_child", child.remember(
+        [{"id": tenant.entry(20), "text": f"{tenant.word} child notes on concise answers"}], wait=True))
+    bulk = []
+    for thread in ("bulk-a", "bulk-b"):
+        texts = [f"{tenant.word} bulk {thread} fact {n}" for n in range(3)]
+        vectors = await embedder.embed(texts)
+        records = [EntryRecord(f"{tenant.word}-{thread}-{n}", text, vector, {"bulk": thread}, None, None)
+                   for n, (text, vector) in enumerate(zip(texts, vectors))]
+        bulk.append((Scope(tenant.tenant_id, tenant.resource, tenant.thread(thread)), records))
+    await call("write.remember_batch", store.remember_batch(bulk, now=T0))
+    await call("write.share", main.share_with(
+        child.config.scope.thread_id, [tenant.entry(1), tenant.entry(3), tenant.entry(4)],
+        expires_at=T0 + timedelta(days=1)))
+    await call("write.retention_policy", child.set_retention_policy(3650))
+    await call("write.retention_policy_resource", main.set_retention_policy(36500, resource_wide=True))
+    await call("write.remember_expiring", child.remember([
+        {"id": tenant.entry(21), "text": f"{tenant.word} expires soon", "ttl": timedelta(hours=1)},
+        {"id": tenant.entry(22), "text": f"{tenant.word} expires later", "expires_at": T0 + timedelta(days=9)}],
+        wait=True))
+    await call("write.remember_agent", agent.remember(
+        [{"id": tenant.entry(30), "text": f"{tenant.word} the helper agent's own note"}], wait=True))
+    await call("write.share_agent", main.share_with(
+        agent.config.scope.thread_id, [tenant.entry(5)], child_resource_id=agent.config.scope.resource_id))
+    kb = tenant.thread("kb")
+    await call("write.rag_upsert", store.upsert(tenant.tenant_id, kb, await chunks_of(tenant, embedder)))
+    await call("write.rag_upsert_other_kb", store.upsert(
+        tenant.tenant_id, tenant.thread("kb2"), (await chunks_of(tenant, embedder))[:2]))
+    await call("write.rag_acl_handbook", store.set_source_access(
+        tenant.tenant_id, f"{tenant.word}-handbook", principal_ids=[f"{tenant.word}-alice"], access_version=1))
+    await call("write.rag_acl_salaries", store.set_source_access(
+        tenant.tenant_id, f"{tenant.word}-salaries", group_ids=[f"{tenant.word}-hr"], access_version=1))
+
+
+async def change_everything(call: Calls, tenant, mine: dict[str, Any], store, embedder) -> None:
+    """Every lifecycle change of the API for one tenant (correct, consent, forget, hold, retention, RAG deletes)."""
+    main, child = mine["main"], mine["child"]
+    await call("change.correct", main.correct(tenant.entry(2), f"{tenant.word} has a cat called Tom"))
+    await call("change.consent_revoke", main.set_consent(tenant.entry(3), visible=False))
+    await call("change.consent_grant", main.set_consent(tenant.entry(7), source="user", scope="thread"))
+    await call("change.forget", main.forget([tenant.entry(8)]))
+    await call("change.hold", main.forget([tenant.entry(5)], hold=True))
+    await call("change.forget_erase", main.forget([tenant.entry(1)], erase_derived=True))
+    await call("change.rebuild", main.rebuild_index(batch_size=3))
+    await call("change.retention", main.apply_retention(max_entries=4))
+    await call("change.retention_age", child.apply_retention(max_age_days=0.01))
+    await call("change.retention_expired", child.apply_retention())
+    await call("change.resource_retention", main.apply_resource_retention(batch_size=4))
+    await call("change.unshare", main.revoke_share(child.config.scope.thread_id))
+    agent = mine["agent"]
+    await call("change.forget_agent_resource", agent.forget_resource(
+        Scope(tenant.tenant_id, agent.config.scope.resource_id), batch_size=4))
+    await call("change.reshare", main.share_with(child.config.scope.thread_id, [tenant.entry(4), tenant.entry(7)]))
+    kb = tenant.thread("kb")
+    await call("change.rag_delete_ids", store.delete(tenant.tenant_id, kb, ids=[f"{tenant.word}-handbook#1"]))
+    await call("change.rag_delete_source", store.delete(
+        tenant.tenant_id, tenant.thread("kb2"), source_id=f"{tenant.word}-handbook"))
+    await call("change.rag_upsert_generation", store.upsert(
+        tenant.tenant_id, kb, await chunks_of(tenant, embedder, " (v2)"), generation=1))
+    await call("change.rag_set_generation", store.set_current_generation(tenant.tenant_id, kb, 1))
+    await call("change.rag_acl_revoke", store.set_source_access(
+        tenant.tenant_id, f"{tenant.word}-salaries", access_version=2))
+    await call("change.rag_delete_generation", store.delete(
+        tenant.tenant_id, kb, source_id=f"{tenant.word}-salaries", generation=0))
+
+
 async def scenario(dsn: str, partitioned: bool) -> Run:
     """Every API operation for both tenants on the install at ``dsn``."""
     # One pooled connection: PartitionReads flushes its statistics after every call.
@@ -291,60 +377,11 @@ async def scenario(dsn: str, partitioned: bool) -> Run:
     store = stores.vector_store
     monitor = PartitionReads(dsn, TEST_CONFIG, [tenant.tenant_id for tenant in TENANTS]) if partitioned else None
     calls = {tenant.tenant_id: Calls(tenant.tenant_id, stores.pool, monitor) for tenant in TENANTS}
-    memories: dict[str, dict[str, Any]] = {}
     try:
-        for tenant in TENANTS:
-            def memory(thread: str | None, tenant=tenant):
-                return create_memory(
-                    tenant_id=tenant.tenant_id, resource_id=tenant.resource,
-                    thread_id=None if thread is None else tenant.thread(thread), embedder=embedder,
-                    vector_store=store, working_store=stores.working_store, clock=clock,
-                    schema=WORKING_SCHEMA, working_memory_template="Name: {{name}}; Pet: {{pet}}")
-
-            main = memory("main")
-            memories[tenant.tenant_id] = {
-                "main": main, "child": memory("child"), "profile": memory(None), "agent": main.child("helper")}
-
+        memories = {tenant.tenant_id: tenant_memories(tenant, stores, embedder, clock) for tenant in TENANTS}
         # Writes, tenant after tenant, the same kind for each: tuple ids in every partition.
         for tenant in TENANTS:
-            call, mine = calls[tenant.tenant_id], memories[tenant.tenant_id]
-            main, child, agent = mine["main"], mine["child"], mine["agent"]
-            await call("write.update_working", main.update_working({"name": f"{tenant.word} Ada", "pet": "Rex"}))
-            await call("write.update_working_again", main.update_working({"name": f"{tenant.word} Ada L."}, 1))
-            await call("write.update_working_resource", mine["profile"].update_working({"name": f"{tenant.word} Ada"}))
-            await call("write.remember", main.remember(entries_of(tenant), wait=True))
-            await call("write.remember_child", child.remember(
-                [{"id": tenant.entry(20), "text": f"{tenant.word} child notes on concise answers"}], wait=True))
-            bulk = []
-            for thread in ("bulk-a", "bulk-b"):
-                texts = [f"{tenant.word} bulk {thread} fact {n}" for n in range(3)]
-                vectors = await embedder.embed(texts)
-                records = [EntryRecord(f"{tenant.word}-{thread}-{n}", text, vector, {"bulk": thread}, None, None)
-                           for n, (text, vector) in enumerate(zip(texts, vectors))]
-                bulk.append((Scope(tenant.tenant_id, tenant.resource, tenant.thread(thread)), records))
-            await call("write.remember_batch", store.remember_batch(bulk, now=T0))
-            await call("write.share", main.share_with(
-                child.config.scope.thread_id, [tenant.entry(1), tenant.entry(3), tenant.entry(4)],
-                expires_at=T0 + timedelta(days=1)))
-            await call("write.retention_policy", child.set_retention_policy(3650))
-            await call("write.retention_policy_resource", main.set_retention_policy(36500, resource_wide=True))
-            await call("write.remember_expiring", child.remember([
-                {"id": tenant.entry(21), "text": f"{tenant.word} expires soon", "ttl": timedelta(hours=1)},
-                {"id": tenant.entry(22), "text": f"{tenant.word} expires later", "expires_at": T0 + timedelta(days=9)}],
-                wait=True))
-            await call("write.remember_agent", agent.remember(
-                [{"id": tenant.entry(30), "text": f"{tenant.word} the helper agent's own note"}], wait=True))
-            await call("write.share_agent", main.share_with(
-                agent.config.scope.thread_id, [tenant.entry(5)], child_resource_id=agent.config.scope.resource_id))
-            kb = tenant.thread("kb")
-            await call("write.rag_upsert", store.upsert(tenant.tenant_id, kb, await chunks_of(tenant, embedder)))
-            await call("write.rag_upsert_other_kb", store.upsert(
-                tenant.tenant_id, tenant.thread("kb2"), (await chunks_of(tenant, embedder))[:2]))
-            await call("write.rag_acl_handbook", store.set_source_access(
-                tenant.tenant_id, f"{tenant.word}-handbook", principal_ids=[f"{tenant.word}-alice"], access_version=1))
-            await call("write.rag_acl_salaries", store.set_source_access(
-                tenant.tenant_id, f"{tenant.word}-salaries", group_ids=[f"{tenant.word}-hr"], access_version=1))
-
+            await write_everything(calls[tenant.tenant_id], tenant, memories[tenant.tenant_id], store, embedder)
         placements = [placement(dsn)]  # before anything is deleted
         for tenant in TENANTS:
             await reads(calls[tenant.tenant_id], "before", tenant, memories[tenant.tenant_id], store)
@@ -352,35 +389,7 @@ async def scenario(dsn: str, partitioned: bool) -> Run:
         # Lifecycle writes, then every read again.
         clock.now = T0 + timedelta(hours=2)
         for tenant in TENANTS:
-            call, mine = calls[tenant.tenant_id], memories[tenant.tenant_id]
-            main, child = mine["main"], mine["child"]
-            await call("change.correct", main.correct(tenant.entry(2), f"{tenant.word} has a cat called Tom"))
-            await call("change.consent_revoke", main.set_consent(tenant.entry(3), visible=False))
-            await call("change.consent_grant", main.set_consent(tenant.entry(7), source="user", scope="thread"))
-            await call("change.forget", main.forget([tenant.entry(8)]))
-            await call("change.hold", main.forget([tenant.entry(5)], hold=True))
-            await call("change.forget_erase", main.forget([tenant.entry(1)], erase_derived=True))
-            await call("change.rebuild", main.rebuild_index(batch_size=3))
-            await call("change.retention", main.apply_retention(max_entries=4))
-            await call("change.retention_age", child.apply_retention(max_age_days=0.01))
-            await call("change.retention_expired", child.apply_retention())
-            await call("change.resource_retention", main.apply_resource_retention(batch_size=4))
-            await call("change.unshare", main.revoke_share(child.config.scope.thread_id))
-            agent = mine["agent"]
-            await call("change.forget_agent_resource", agent.forget_resource(
-                Scope(tenant.tenant_id, agent.config.scope.resource_id), batch_size=4))
-            await call("change.reshare", main.share_with(child.config.scope.thread_id, [tenant.entry(4), tenant.entry(7)]))
-            kb = tenant.thread("kb")
-            await call("change.rag_delete_ids", store.delete(tenant.tenant_id, kb, ids=[f"{tenant.word}-handbook#1"]))
-            await call("change.rag_delete_source", store.delete(
-                tenant.tenant_id, tenant.thread("kb2"), source_id=f"{tenant.word}-handbook"))
-            await call("change.rag_upsert_generation", store.upsert(
-                tenant.tenant_id, kb, await chunks_of(tenant, embedder, " (v2)"), generation=1))
-            await call("change.rag_set_generation", store.set_current_generation(tenant.tenant_id, kb, 1))
-            await call("change.rag_acl_revoke", store.set_source_access(
-                tenant.tenant_id, f"{tenant.word}-salaries", access_version=2))
-            await call("change.rag_delete_generation", store.delete(
-                tenant.tenant_id, kb, source_id=f"{tenant.word}-salaries", generation=0))
+            await change_everything(calls[tenant.tenant_id], tenant, memories[tenant.tenant_id], store, embedder)
         placements.append(placement(dsn))  # with tombstones
         for tenant in TENANTS:
             await reads(calls[tenant.tenant_id], "after", tenant, memories[tenant.tenant_id], store)

@@ -35,12 +35,12 @@ from prism_memory.errors import ConfigurationError
 from prism_memory.mcp_server import BearerTokens, TokenBinding, hash_token, load_token_file, server_scope, token_stanza
 
 from conftest import CITUS, TEST_CONFIG, TEST_DIMENSIONS
+from mcp_client import Caller, ToolFailure, without_times
 from parity import assert_same
-from test_least_privilege import as_role
-from test_mcp import Caller, ToolFailure, without_times
+from roles import as_role
 
-ROOT = Path(__file__).resolve().parents[1]
-#: Tenant-bound roles are refused on a Citus-distributed install (tests/test_citus.py checks it).
+ROOT = Path(__file__).resolve().parents[2]
+#: Tenant-bound roles are refused on a Citus-distributed install (tests/schema/test_citus.py checks it).
 needs_bindings = pytest.mark.skipif(CITUS, reason="tenant-bound roles are not supported on a Citus-distributed install")
 SERVER_START_S = 60
 HEX_ID = re.compile(r"\b[0-9a-f]{32}\b")
@@ -617,7 +617,7 @@ async def test_each_tokens_calls_run_as_its_own_database_role(pg_dsn, bound_role
 
 def documented(language: str) -> list[str]:
     """The bodies of docs/mcp.md's blocks in ``language`` (they carry not-run markers: the tests below run them)."""
-    from test_docs import parse_blocks
+    from docblocks import parse_blocks
 
     return [block.body for block in parse_blocks(ROOT / "docs" / "mcp.md") if block.language == language]
 

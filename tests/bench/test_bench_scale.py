@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.append(str(BENCH))  # after site-packages: bench/mcp.py must not shadow the SDK's mcp package
 
 from corpus import CorpusSpec, tenant_batches, thread_entries, thread_sizes, threads  # noqa: E402
@@ -43,6 +44,7 @@ def test_corpus_batches_hold_one_tenant_each_and_cover_every_entry():
     assert seen == SMOKE.entries
 
 
+@pytest.mark.slow
 def test_scale_benchmark_runs_on_20000_entries_and_answers_exactly(pg_dsn):
     completed = subprocess.run(
         [sys.executable, str(BENCH / "scale.py"), "--dsn", pg_dsn, "--entries", "20000",

@@ -2,7 +2,7 @@
 
 The facade checks types, encodings and the per-memory limits before it embeds; the same bad input sent to
 the stores directly, where the SQL functions and the emulator's mirror of them are compared, is in
-tests/test_store_bad_input.py.
+tests/input/test_store_bad_input.py.
 """
 
 import asyncio

@@ -11,7 +11,7 @@ from prism_memory.memory import derive_child_scope
 from prism_memory.schema import SchemaConfig, grant_app_role
 from prism_memory.types import Scope
 
-PACKAGE = Path(__file__).resolve().parents[1] / "prism_memory"
+PACKAGE = Path(__file__).resolve().parents[2] / "prism_memory"
 
 
 @pytest.mark.parametrize("name", ["name\n", "name\r\n", "\nname"])

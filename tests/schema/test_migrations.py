@@ -166,6 +166,7 @@ async def test_a_schema_newer_than_the_package_is_refused(server_dsn):
         await create_postgres_memory_stores(dsn, dimensions=16, skip_migrations=True)
 
 
+@pytest.mark.slow
 def test_concurrent_migrators_all_succeed(server_dsn):
     """Three processes migrate one database at once; the advisory lock serialises them."""
     dsn = server_dsn("mig_concurrent")
@@ -175,6 +176,7 @@ def test_concurrent_migrators_all_succeed(server_dsn):
     assert tables(dsn, "prism_memory") == EXPECTED_TABLES
 
 
+@pytest.mark.slow
 def test_concurrent_migrators_of_different_schemas_all_succeed(server_dsn):
     """Installs into different schemas of one fresh database share "create extension vector": one lock per database."""
     dsn = server_dsn("mig_concurrent_schemas")
@@ -196,7 +198,7 @@ def test_an_owner_who_is_not_a_superuser_migrates_from_0006_and_installs_by_hand
     import secrets
     from urllib.parse import urlparse
 
-    from test_least_privilege import as_role
+    from roles import as_role
 
     owner = f"owner_{secrets.token_hex(4)}"
     admin_dsn = server_dsn(f"mig_{owner}")

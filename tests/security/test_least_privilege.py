@@ -1,7 +1,6 @@
 """Least privilege in the database: an application role that can only EXECUTE the API functions."""
 
 import secrets
-from urllib.parse import parse_qs, unquote, urlparse
 
 import psycopg
 import pytest
@@ -15,20 +14,12 @@ from prism_memory import (
 )
 from prism_memory.schema import API_FUNCTIONS, grant_app_role
 
-from conftest import CITUS, TEST_CONFIG, dsn_for
+from conftest import CITUS, TEST_CONFIG
+from roles import as_role
 
 TABLES = ["semantic_memory", "semantic_memory_working", "semantic_memory_invalidation", "semantic_memory_share_grant",
           "semantic_memory_rag_chunk", "semantic_memory_rag_source_acl", "semantic_memory_rag_source_version",
           "semantic_memory_rag_scope_generations", "semantic_memory_tenant_binding"]
-
-
-def as_role(dsn: str, role: str) -> str:
-    """``dsn`` (a Unix-socket or TCP URL of the test server) as login role ``role``, without a password."""
-    parsed = urlparse(dsn)
-    query = parse_qs(parsed.query)
-    host = query["host"][0] if "host" in query else parsed.hostname or "localhost"
-    port = query["port"][0] if "port" in query else parsed.port or 5432
-    return dsn_for(host, port, role, unquote(parsed.path.lstrip("/")))
 
 
 @pytest.fixture

@@ -149,6 +149,7 @@ def test_sql_tokenizer_v2_and_python_mirror_agree_on_tricky_and_sample_text(pg_d
     assert [lexical_terms_v2(text) for text in texts] == sql_terms(pg_dsn, texts, "lexical_terms_v2")
 
 
+@pytest.mark.slow
 def test_sql_tokenizer_v2_and_python_mirror_classify_every_code_point_alike(pg_dsn):
     """Each code point (but NUL and the surrogates, which no text holds) is tried as 'a' + 3 of it + 'b': a
     separator gives a and b, a CJK character bigrams of its own, any other term character one term acb...b."""
@@ -157,6 +158,7 @@ def test_sql_tokenizer_v2_and_python_mirror_classify_every_code_point_alike(pg_d
     assert [lexical_tokens_v2(text) for text in texts] == sql_terms(pg_dsn, texts, "lexical_tokens_v2")
 
 
+@pytest.mark.slow
 def test_porter_stems_are_postgres_stems_word_for_word(pg_dsn, locomo_path):
     """The proof behind the emulator's stems (snowballstemmer's Porter) being PostgreSQL's (the snowball
     dictionary porter_stem_v1): every distinct ASCII word of LoCoMo and of two English word lists (web2 and
@@ -173,6 +175,7 @@ def test_porter_stems_are_postgres_stems_word_for_word(pg_dsn, locomo_path):
     assert [(word, stem) for word, stem in zip(words, stems) if porter_stem(word) != stem] == []
 
 
+@pytest.mark.slow
 def test_sql_tokenizer_v2_and_python_mirror_agree_on_all_of_locomo(pg_dsn, locomo_path):
     """Whole texts, not single words: every string of LoCoMo, as entry terms and as query terms."""
     texts = locomo_texts(locomo_path)

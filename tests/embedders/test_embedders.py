@@ -8,7 +8,7 @@
   ``check_embedding_ctx_length``), plus a sync-only object;
 * ``embed_query``: recall and the context provider embed the query with it when the embedder has it.
 
-The sentence-transformers adapter loads a real model, so its tests are in ``tests/test_embedders_local.py``
+The sentence-transformers adapter loads a real model, so its tests are in ``tests/embedders/test_embedders_local.py``
 (the model lane of ``.ci/run``).
 """
 

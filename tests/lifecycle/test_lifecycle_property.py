@@ -10,6 +10,7 @@ source, transitively, and sources already invalid when an entry is written).
 import asyncio
 import uuid
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from prism_memory import EntryNotFoundError, MemoryConsent
@@ -209,5 +210,6 @@ async def check_sequence(dsn, ops):
 # Correcting an entry in a lineage cycle invalidates its dependent, which is also one of its own sources.
 @example(ops=[("remember", "a", "apple", None, []), ("remember", "c", "apple", None, ["a"]),
               ("remember", "a", "apple", None, ["a", "c"]), ("correct", "a", "apple")])
+@pytest.mark.slow
 def test_random_lifecycles_match_the_model_on_both_backends(pg_dsn, ops):
     asyncio.run(check_sequence(pg_dsn, ops))

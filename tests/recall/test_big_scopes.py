@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 import psycopg
+import pytest
 from prism_memory import MemoryConsent, RecallScoringOptions, Scope, create_hash_embedder, create_postgres_memory_stores
 from prism_memory.emulator import create_memory_vector_store
 from prism_memory.types import EntryRecord
@@ -72,6 +73,7 @@ async def test_across_threads_over_more_than_a_probe_is_exact(backends):
     assert all(len(hits) == 12 for hits in outcome.values())
 
 
+@pytest.mark.slow
 async def test_over_5000_travellers_hnsw_answers_min_top_k_matches_and_finds_the_exact_top(pg_dsn):
     """Postgres reads the travellers through their HNSW index here; the emulator ranks them exactly."""
     embed = create_hash_embedder(TEST_DIMENSIONS)
@@ -125,6 +127,7 @@ async def test_over_5000_travellers_hnsw_answers_min_top_k_matches_and_finds_the
     assert found / expected >= 0.9, found / expected
 
 
+@pytest.mark.slow
 async def test_over_5000_travellers_a_gate_after_hnsw_never_costs_a_match(pg_dsn):
     """Tombstones and thread policies apply after the HNSW read: when they remove every traveller it found,
     Postgres ranks the travellers exactly after all and still returns min(top_k, matches), as the emulator."""

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.append(str(BENCH))  # after site-packages: bench/mcp.py must not shadow the SDK's mcp package
 
 from locomo import is_tie  # noqa: E402

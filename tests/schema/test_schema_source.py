@@ -6,7 +6,7 @@
   default privileges, the recorded revision).
 - For every revision N, the head downgraded to N equals a fresh migrate to N.
 
-tests/test_revision.py holds the revision files themselves (what each one
+tests/schema/test_revision.py holds the revision files themselves (what each one
 writes out, the released digests) and the command that cuts a revision.
 """
 
@@ -218,6 +218,7 @@ create index i on t (x);
     ]
 
 
+@pytest.mark.slow
 def test_the_migrations_split_every_revision_as_sqlparse_does():
     """Every rendered revision, each part, each width rule: the same statements as sqlparse (a well-kept
     splitter, too slow to run on every migration) finds, comments aside."""
