@@ -7,10 +7,11 @@ or was removed since the revision before (``-- file functions/<name>.sql`` ...
 the newest earlier revision that installed them. Nothing but the files
 themselves is read: no history, no diffs.
 
-A revision is *released* when its rendering is pinned in :data:`RELEASED`;
-nothing else is. A released revision never changes: the tests check each
-pinned digest, and the cutter refuses to amend one. Pin a revision when it
-lands on ``main`` (docs/architecture.md, "How to change a SQL function").
+A revision is *released* when its rendering is pinned in
+``sql/migrations/released.txt`` (:func:`released`); nothing else is. A released
+revision never changes: the tests check each pinned digest, and the cutter
+refuses to amend one. ``--release`` pins every revision not pinned yet, in the
+commit that hands them over (docs/architecture.md, "Released revisions").
 """
 
 from __future__ import annotations
@@ -30,26 +31,29 @@ PLACEHOLDER = "Say what this revision changes and why."
 #: PLAIN_STORAGE_MAX_DIMENSIONS, external above; an HNSW index up to HNSW_MAX_DIMENSIONS) and unpinned.
 RENDERED_CONFIGS = (SchemaConfig(dimensions=16), SchemaConfig(), SchemaConfig(dimensions=1800), SchemaConfig(dimensions=3072))
 
-#: SHA-256 of each released revision's rendering (:func:`rendering_digest`). What a released revision
-#: installs never changes, whatever happens to the head files or to the Python constants its rendering
-#: reads (widths, stopwords). Add the newest revision here when it lands on main.
-RELEASED = {
-    "0001": "c0a3be51c326d31af16da911e41254f2213908f8feb072b101c3c05c02ed6462",
-    "0002": "0ea33eeb6f9814083a8fc42882e4b504a120a582f18f464bbf19b5dbdb9f321f",
-    "0003": "c3d1b852de9ddc8eaf3068a05cdf8c242c201f6aed6d5cd4e1513960afa5d7e2",
-    "0004": "5c551f0c074a08468423394e76a8afbba05254fbe683b4857d596b64138de8d6",
-    "0005": "fa21dffd1641d9279f118523ec052c2ac88e37966508faa1732554912a6790cb",
-    "0006": "94832fac0e4e8abed400466fe53c371b8dcc82c8ef3f4ab047825a3016eb8592",
-    "0007": "43269509fda588c5b7e342dbbdb86fb81c07afd2c87c5c0d73dea123ae3dd289",
-    "0008": "d6d3bd7776d78c8ee20962987002d95a621d66e4e61eda146d9f97dbcf311e2b",
-    "0009": "bd0cbcbde2635b7daa8ac234a07aea98168cc5f9936cc741786755d5c8973901",
-    "0010": "14db57df69ad7af5f2efadb962af4c1fa3f0e80285bd489fe75c2da0d521fab1",
-    "0011": "0cb3a7d50e4b327b830723f7b1bb5a83df0970e7fa243d1ed75fc8a99fa6623e",
-    "0012": "ac755ec2fd99c7d5ba89826850d301444b96c8ff80e67049479d2fe866319a51",
-    "0013": "7d0e2c0cb652a7e115df90ce2265323650ce73b27c2d33934eb35b29c5227fcc",
-    "0014": "8aa7bf11a00afe9b0dec67eab834a76c926a8a5c050bc14f26b41739d5859ef7",
-    "0015": "b8825bcd32442bda969fe72f11343f643d7dbee5bd6a6148b0d00615b10d78c4",
-}
+#: Where the released revisions are pinned: ``NNNN <SHA-256 of its rendering>`` a line, oldest first.
+RELEASED_FILE = "released.txt"
+_RELEASED_HEADER = (
+    "# The released schema revisions: each one's rendering digest (prism_memory.revision.rendering_digest).\n"
+    "# A released revision never changes; `python -m prism_memory.revision --release` pins the newest ones.\n"
+)
+
+
+def released() -> dict[str, str]:
+    """The pinned revisions, oldest first: ``{"0001": "<sha256 hex>", ...}`` (``sql/migrations/released.txt``)."""
+    path = sql_source.MIGRATIONS_SQL_DIR / RELEASED_FILE
+    lines = sql_source.read(path).splitlines() if path.is_file() else []
+    return dict(line.split() for line in lines if line.strip() and not line.startswith("#"))
+
+
+def release() -> list[str]:
+    """Pin every revision not pinned yet (the newest ones) in ``sql/migrations/released.txt``; returns them."""
+    pinned = released()
+    new = [revision for revision in sql_source.revisions() if revision not in pinned]
+    pinned.update((revision, rendering_digest(revision)) for revision in new)
+    text = _RELEASED_HEADER + "".join(f"{revision} {digest}\n" for revision, digest in pinned.items())
+    (sql_source.MIGRATIONS_SQL_DIR / RELEASED_FILE).write_bytes(text.encode("utf-8"))
+    return new
 
 
 def rendering_digest(revision: str) -> str:
@@ -185,8 +189,8 @@ def new_revision(name: str, amend: bool = False) -> list[Path]:
     chain = list(sql_source.revisions().items())
     if amend:
         (previous, _), (revision, amended) = chain[-2:]
-        if revision in RELEASED:
-            raise ValueError(f"revision {revision} is released (pinned in prism_memory.revision.RELEASED): "
+        if revision in released():
+            raise ValueError(f"revision {revision} is released (pinned in sql/migrations/{RELEASED_FILE}): "
                              "it never changes; cut a new revision instead")
     else:
         (previous, _), amended = chain[-1], None
@@ -259,22 +263,22 @@ def show(revision: str, config: SchemaConfig, down: bool = False) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Cut a revision (``[--amend] NAME``) or print one (``--show NNNN [--down]``); returns 0.
-
-    Errors of :func:`new_revision` (``ValueError``) propagate; an unknown
-    revision or a missing name exits with argparse's usage error.
-    """
+    """Cut a revision (``NAME``), re-cut the newest (``--amend [NAME]``), print one (``--show NNNN [--down]``) or pin
+    the unreleased ones (``--release``); returns 0, or 2 with a one-line error when the cutter refuses."""
     parser = argparse.ArgumentParser(prog="python -m prism_memory.revision",
                                      description="Cut the next schema revision from the edited head files in sql/schema, "
-                                                 "or print what a revision runs.")
+                                                 "print what a revision runs, or pin the unreleased revisions.")
     parser.add_argument("name", nargs="?", help="the revision's name: lower-case letters, digits and '_', e.g. citus_safe")
     parser.add_argument("--amend", action="store_true",
-                        help="re-cut the newest revision (not yet released) from the head instead of cutting a new one")
+                        help="re-cut the newest revision (not yet released) from the head, under its name unless NAME "
+                             "gives another")
     parser.add_argument("--show", metavar="NNNN", help="print the SQL revision NNNN runs, rendered, and cut nothing")
     parser.add_argument("--down", action="store_true", help="with --show: the downgrade")
     parser.add_argument("--schema", default=DEFAULT_SCHEMA, help="with --show: the schema name")
     parser.add_argument("--table", default=DEFAULT_TABLE, help="with --show: the entries table's name")
     parser.add_argument("--dimensions", type=int, help="with --show: the pinned embedding width")
+    parser.add_argument("--release", action="store_true",
+                        help=f"pin every revision not pinned yet in sql/migrations/{RELEASED_FILE}: they never change again")
     arguments = parser.parse_args(argv)
     if arguments.show:
         if arguments.show not in sql_source.revisions():
@@ -282,9 +286,21 @@ def main(argv: list[str] | None = None) -> int:
         print(show(arguments.show, SchemaConfig(arguments.schema, arguments.table, arguments.dimensions), arguments.down),
               end="")
         return 0
-    if not arguments.name:
-        parser.error("name the revision to cut (or --show NNNN)")
-    for path in new_revision(arguments.name, amend=arguments.amend):
+    if arguments.release:
+        pinned = release()
+        print(f"pinned {', '.join(pinned)}" if pinned else "every revision was pinned already")
+        return 0
+    newest = list(sql_source.revisions().values())[-1]
+    name = arguments.name or (newest[5:] if arguments.amend else None)
+    if not name:
+        parser.error("name the revision to cut (or --amend, --show NNNN, --release)")
+    try:
+        written = new_revision(name, amend=arguments.amend)
+    except ValueError as error:
+        parser.exit(2, f"{parser.prog}: {error}\n")
+    if arguments.amend and name != newest[5:]:
+        print(f"renamed {newest} to {newest[:5]}{name}")
+    for path in written:
         print(path)
     return 0
 

@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from prism_memory import revision as revision_command
 from prism_memory import sql_source
-from prism_memory.revision import PLACEHOLDER, RELEASED, chain_functions, new_revision, rendering_digest
+from prism_memory.revision import PLACEHOLDER, chain_functions, new_revision, released, rendering_digest
 from prism_memory.schema import REVISIONS, SchemaConfig, downgrade, migrate
 
 from catalog import catalog, catalog_diff
@@ -28,6 +28,9 @@ PARTS = ("upgrade", "downgrade", "vector_search", "vector_search_down")
 #: The revision that wrote out every function; those before it changed some with ``alter function`` (0004-0006),
 #: so the function files they wrote are not all the catalog they left.
 ALL_WRITTEN_OUT = "0007"
+
+
+RELEASED = released()
 
 
 @pytest.mark.parametrize("revision", sorted(RELEASED))
@@ -59,9 +62,13 @@ def unexplained_head_edits() -> list[str]:
     return sorted(name for name in installed.keys() | head.keys() if installed.get(name) != head.get(name))
 
 
+CUT_OR_AMEND = ("cut a revision (python -m prism_memory.revision NAME), or re-cut the newest one if it is not "
+                "released yet (python -m prism_memory.revision --amend)")
+
+
 def test_every_head_function_is_what_the_revisions_install():
     """Editing a file in sql/schema/functions needs a revision that writes it out (docs/architecture.md)."""
-    assert unexplained_head_edits() == [], "cut a revision: python -m prism_memory.revision NAME"
+    assert unexplained_head_edits() == [], CUT_OR_AMEND
 
 
 def test_every_function_a_revision_creates_is_written_out_as_its_head_file():
@@ -106,7 +113,13 @@ def test_no_revision_keeps_the_placeholder():
 
 @pytest.fixture
 def scratch(tmp_path, monkeypatch):
-    """A copy of sql/ and alembic/ that sql_source (and so the cutter and the migrations) reads instead."""
+    """A copy of sql/ and alembic/ that sql_source (and so the cutter and the migrations) reads instead.
+
+    The copy's head must be what its revisions install: with a head edit not cut yet, the cutter's tests
+    would cut it too, so they are skipped (test_every_head_function_is_what_the_revisions_install names it).
+    """
+    if unexplained_head_edits():
+        pytest.skip(f"the head has edits no revision installs: {CUT_OR_AMEND}")
     shutil.copytree(sql_source.SQL_DIR, tmp_path / "sql", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(sql_source.ALEMBIC_DIR, tmp_path / "alembic", ignore=shutil.ignore_patterns("__pycache__"))
     for name, value in {"SQL_DIR": tmp_path / "sql", "SCHEMA_DIR": tmp_path / "sql" / "schema",
@@ -293,14 +306,30 @@ def test_amend_recuts_the_newest_revision_and_keeps_what_its_author_wrote(scratc
         assert f"drop function {{{{schema}}}}.recall_v4();\n\n{after}\nreset search_path;\n" in down
 
 
-def test_amend_refuses_a_released_revision(scratch, monkeypatch):
-    monkeypatch.setitem(RELEASED, LAST, rendering_digest(LAST))  # the newest revision, released
+def test_amend_refuses_a_released_revision(scratch, capsys):
+    assert revision_command.main(["--release"]) == 0  # the newest revisions, released
+    assert released()[LAST] == rendering_digest(LAST)
+    assert revision_command.main(["--release"]) == 0 and "pinned already" in capsys.readouterr().out
     count = sql_source.FUNCTIONS_DIR / "count_entries_v1.sql"
     count.write_text(count.read_text() + "-- edited\n")
     before = {path.name: path.read_bytes() for path in sql_source.MIGRATIONS_SQL_DIR.iterdir()}
     with pytest.raises(ValueError, match="released"):
         new_revision(sql_source.revisions()[LAST][5:], amend=True)
+    with pytest.raises(SystemExit) as refused:
+        revision_command.main(["--amend"])
+    assert refused.value.code == 2 and f"revision {LAST} is released" in capsys.readouterr().err
     assert {path.name: path.read_bytes() for path in sql_source.MIGRATIONS_SQL_DIR.iterdir()} == before
+
+
+def test_amend_keeps_the_name_unless_given_another(scratch, capsys):
+    count = sql_source.FUNCTIONS_DIR / "count_entries_v1.sql"
+    count.write_text(count.read_text() + "-- edited\n")
+    new_revision("first")
+    count.write_text(count.read_text() + "-- edited again\n")
+    assert revision_command.main(["--amend"]) == 0
+    assert list(sql_source.revisions().values())[-1] == f"{NEXT}_first" and "renamed" not in capsys.readouterr().out
+    assert revision_command.main(["--amend", "second"]) == 0
+    assert f"renamed {NEXT}_first to {NEXT}_second" in capsys.readouterr().out
 
 
 def test_the_command_prints_what_a_revision_runs(capsys):
