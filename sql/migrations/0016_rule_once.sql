@@ -201,6 +201,9 @@ $$;
 -- end of functions/lock_key_v1.sql
 
 -- file functions/get_working_v1.sql
+-- API function: the working-memory document of a resource (p_thread_id NULL)
+-- or of one of its threads, with its version and times; no row when there is
+-- none. PM001 for a bad scope.
 create or replace function {{schema}}.get_working_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text default null)
 returns table (data jsonb, version bigint, created_at timestamptz, updated_at timestamptz)
@@ -1959,6 +1962,8 @@ $$;
 -- end of functions/list_resource_entries_v1.sql
 
 -- file functions/count_entries_v1.sql
+-- API function: how many entries one thread holds, every one counted (tombstoned,
+-- held, expired and not yet swept included). PM001 for a bad scope.
 create or replace function {{schema}}.count_entries_v1(p_tenant_id text, p_resource_id text, p_thread_id text)
 returns bigint
 language plpgsql stable security definer

@@ -1,3 +1,5 @@
+-- API function: how many entries one thread holds, every one counted (tombstoned,
+-- held, expired and not yet swept included). PM001 for a bad scope.
 create or replace function {{schema}}.count_entries_v1(p_tenant_id text, p_resource_id text, p_thread_id text)
 returns bigint
 language plpgsql stable security definer

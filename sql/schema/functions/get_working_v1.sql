@@ -1,3 +1,6 @@
+-- API function: the working-memory document of a resource (p_thread_id NULL)
+-- or of one of its threads, with its version and times; no row when there is
+-- none. PM001 for a bad scope.
 create or replace function {{schema}}.get_working_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text default null)
 returns table (data jsonb, version bigint, created_at timestamptz, updated_at timestamptz)
