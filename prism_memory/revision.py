@@ -1,4 +1,7 @@
-"""``python -m prism_memory.revision [--amend] NAME``: cut the next schema revision (a maintainer's command).
+"""``python -m prism_memory.revision NAME``: cut the next schema revision (a maintainer's command).
+
+``--amend [NAME]`` re-cuts the newest one, ``--show NNNN`` prints what a revision runs, ``--release`` pins the
+revisions not released yet.
 
 The head (``sql/schema``) is edited; a revision is cut from it. A revision's
 upgrade file writes out in full every function file that changed, was added,
@@ -108,7 +111,7 @@ def install_order() -> list[str]:
     names = []
 
     def walk(path: Path) -> None:
-        for match in re.finditer(r"^\\ir (\S+)[ \t]*$", sql_source.read(path), re.M):
+        for match in sql_source.INCLUDE.finditer(sql_source.read(path)):
             target = (path.parent / match.group(1)).resolve()
             function = _function_name(target.relative_to(sql_source.SCHEMA_DIR.resolve()).as_posix())
             if function:

@@ -26,6 +26,7 @@ __all__ = [
     "ALEMBIC_DIR",
     "FILE_BLOCK",
     "FUNCTIONS_DIR",
+    "INCLUDE",
     "MIGRATIONS_SQL_DIR",
     "SCHEMA_DIR",
     "SQL_DIR",
@@ -58,7 +59,8 @@ MIGRATIONS_SQL_DIR = SQL_DIR / "migrations"
 ALEMBIC_DIR = _data_dir("migrations", "alembic")
 
 _REVISION_FILE = re.compile(r"(\d{4})_(\w+)\.sql")
-_INCLUDE = re.compile(r"^\\ir (\S+)[ \t]*$", re.M)
+#: A head file's include line, ``\\ir <path relative to the file>`` (group 1: the path).
+INCLUDE = re.compile(r"^\\ir (\S+)[ \t]*$", re.M)
 #: A head file written out in a revision: ``-- file <path>``, its text (ending in a newline), ``-- end of <path>``.
 #: Only a file that includes no other is matched (revision 0007 writes out the manifest functions.sql, whose
 #: included function files are blocks of their own inside it).
@@ -100,7 +102,7 @@ def revision_file(revision: str, part: str) -> str | None:
 
 def expand_head(path: Path) -> str:
     """A head file with each ``\\ir <relative path>`` line replaced by that file's text, recursively."""
-    return _INCLUDE.sub(lambda match: expand_head((path.parent / match.group(1)).resolve()), read(path))
+    return INCLUDE.sub(lambda match: expand_head((path.parent / match.group(1)).resolve()), read(path))
 
 
 def head_functions() -> dict[str, str]:
