@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .checks import MAX_ENTRY_ID_BYTES, MAX_LINEAGE_SOURCES, MAX_SEQUENCE, check_aware, check_id, entry_label
@@ -172,10 +172,14 @@ def check_expiry(expires_at: object, ttl: object, where: str) -> None:
 #: The longest ``ttl`` an entry may be written with (``remember_v2``).
 MAX_TTL = timedelta(days=36500)
 
+#: The latest expiry an entry may have: the last instant Python's ``datetime`` holds (``remember_v2``).
+MAX_EXPIRY = datetime.max.replace(tzinfo=timezone.utc)
+
 
 def check_expiry_range(records: Sequence[MemoryEntry | EntryRecord], now: datetime) -> None:
     """``remember_v2``'s expiry ranges, after its other entry checks: each ``expires_at`` after ``now``, each ``ttl``
-    more than 0 and at most :data:`MAX_TTL`, else :class:`LimitExceededError` (PM005). ``Memory.remember``
+    more than 0 and at most :data:`MAX_TTL`, ending no later than :data:`MAX_EXPIRY`, else
+    :class:`LimitExceededError` (PM005). ``Memory.remember``
     checks them against the memory's clock before it queues a write; the emulator's store checks them again at
     its own ``now``, as ``remember_v2`` does."""
     for position, record in enumerate(records, start=1):
@@ -184,3 +188,6 @@ def check_expiry_range(records: Sequence[MemoryEntry | EntryRecord], now: dateti
         ):
             raise LimitExceededError(f"{entry_label(position, record.id)}: expires_at must be after now, a ttl "
                                      "more than 0 and at most 36500 days")
+        if record.ttl is not None and now > MAX_EXPIRY - record.ttl:
+            raise LimitExceededError(f"{entry_label(position, record.id)}: the ttl would end after "
+                                     "9999-12-31 23:59:59.999999 UTC, the latest expiry an entry may have")

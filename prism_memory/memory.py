@@ -145,8 +145,8 @@ class Memory(ConsentOperations, ResourceOperations, RetentionOperations):
         Every entry is redacted, then checked (:class:`InvalidEntryError`,
         :class:`PayloadTooLargeError`, :class:`LimitExceededError` for more
         than ``limits.remember_entries``, or an ``expires_at`` not after the
-        memory's clock or a ``ttl`` not in (0, 36,500 days]); nothing is
-        written if one fails.
+        memory's clock, a ``ttl`` not in (0, 36,500 days] or one ending after
+        9999-12-31 UTC); nothing is written if one fails.
         With ``wait=False`` (the default) indexing runs in the
         background: the result has ``pending`` > 0 and ``done=False``; await
         :meth:`flush` to finish it and re-raise a failure (no other call raises

@@ -24,9 +24,11 @@ class WorkingMemoryValidator:
     """Checks a working-memory document before it is written.
 
     ``schema`` is a JSON Schema (Draft 2020-12), itself checked at construction
-    (:class:`ConfigurationError` if invalid, or if a ``$ref`` or
-    ``$dynamicRef`` does not resolve within the schema or the JSON Schema
-    metaschemas: nothing is ever fetched); ``hook`` is the host's
+    (:class:`ConfigurationError` if invalid, if a ``$ref`` or ``$dynamicRef``
+    does not resolve within the schema or the JSON Schema metaschemas: nothing
+    is ever fetched, or if references form a loop that never descends into
+    the document, such as ``{"$ref": "#"}``, which no document could ever
+    finish checking against); ``hook`` is the host's
     ``validate_working_memory``. :meth:`check` raises
     :class:`WorkingMemoryValidationError` (not an object, not JSON, schema or
     hook failure) or :class:`PayloadTooLargeError` (over ``max_bytes`` UTF-8 bytes).
@@ -36,11 +38,9 @@ class WorkingMemoryValidator:
         self._validator = None
         if schema is not None:
             try:
-                jsonschema.Draft202012Validator.check_schema(schema)
-            except jsonschema.SchemaError as exc:
-                raise ConfigurationError(f"working-memory schema is not a valid JSON Schema: {exc.message}") from exc
-            root = DRAFT202012.create_resource(schema)
-            _check_references(root, METASCHEMAS.resolver_with_root(root))
+                _check_schema(schema)
+            except RecursionError as exc:
+                raise ConfigurationError("working-memory schema nests too deeply to be checked") from exc
             self._validator = jsonschema.Draft202012Validator(schema, registry=METASCHEMAS)
         self._hook = hook
         self._max_bytes = max_bytes
@@ -51,7 +51,10 @@ class WorkingMemoryValidator:
         if len(encoded) > self._max_bytes:
             raise PayloadTooLargeError(f"working memory is {len(encoded)} bytes, over the {self._max_bytes}-byte cap")
         if self._validator is not None:
-            error = jsonschema.exceptions.best_match(self._validator.iter_errors(data))
+            try:
+                error = jsonschema.exceptions.best_match(self._validator.iter_errors(data))
+            except RecursionError as exc:
+                raise WorkingMemoryValidationError("working memory nests too deeply to check against its schema") from exc
             if error is not None:
                 path = "/".join(str(part) for part in error.absolute_path) or "(root)"
                 raise WorkingMemoryValidationError(f"working memory fails its schema at {path}: {error.message}")
@@ -63,6 +66,18 @@ class WorkingMemoryValidator:
             if verdict is False:
                 raise WorkingMemoryValidationError("working memory rejected by validate_working_memory")
         return load_json(encoded)
+
+
+def _check_schema(schema: Mapping[str, Any]) -> None:
+    """Raise :class:`ConfigurationError` unless ``schema`` is valid, its references resolve, and none loops in place."""
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ConfigurationError(f"working-memory schema is not a valid JSON Schema: {exc.message}") from exc
+    root = DRAFT202012.create_resource(schema)
+    resolver = METASCHEMAS.resolver_with_root(root)
+    _check_references(root, resolver)
+    _refuse_in_place_loops(root, resolver)
 
 
 def _check_references(resource: Resource[Any], resolver: Any) -> None:
@@ -83,6 +98,60 @@ def _check_references(resource: Resource[Any], resolver: Any) -> None:
                     ) from exc
     for subresource in resource.subresources():
         _check_references(subresource, resolver)
+
+
+#: Keywords whose subschemas apply to the same instance (JSON Schema 2020-12's in-place applicators).
+_IN_PLACE_ONE = ("not", "if", "then", "else")
+_IN_PLACE_LIST = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_MAP = ("dependentSchemas",)
+
+
+def _in_place_subschemas(contents: Any, resolver: Any) -> list[tuple[Any, Any]]:
+    """The subschemas (with their resolvers) that apply to the same instance as ``contents``: its in-place
+    applicators' subschemas and the targets of its ``$ref`` and ``$dynamicRef`` (the latter resolved
+    statically, which is where it lands unless a ``$dynamicAnchor`` further out overrides it)."""
+    if not isinstance(contents, Mapping):
+        return []
+    children = [contents[key] for key in _IN_PLACE_ONE if key in contents]
+    children += [child for key in _IN_PLACE_LIST for child in contents.get(key) or ()]
+    children += [child for key in _IN_PLACE_MAP for child in (contents.get(key) or {}).values()]
+    found = [(child, resolver.in_subresource(DRAFT202012.create_resource(child))) for child in children]
+    for keyword in ("$ref", "$dynamicRef"):
+        if isinstance(contents.get(keyword), str):
+            resolved = resolver.lookup(contents[keyword])
+            found.append((resolved.contents, resolved.resolver))
+    return found
+
+
+def _refuse_in_place_loops(root: Resource[Any], resolver: Any) -> None:
+    """Raise :class:`ConfigurationError` when, from any subschema of ``root``, a chain of references and
+    in-place applicators leads back to a subschema already on the chain: checking a document would then
+    recurse without end. Recursion through ``properties``, ``items`` and the other keywords that descend
+    into the document is fine: it ends where the document does."""
+    finished: set[int] = set()
+
+    def visit(contents: Any, resolver: Any, chain: set[int]) -> None:
+        key = id(contents)
+        if key in chain:
+            raise ConfigurationError(
+                "working-memory schema: a $ref loop never descends into the document (as {\"$ref\": \"#\"} "
+                "does), so no document could be checked against it"
+            )
+        if key in finished:
+            return
+        chain.add(key)
+        for child, child_resolver in _in_place_subschemas(contents, resolver):
+            visit(child, child_resolver, chain)
+        chain.discard(key)
+        finished.add(key)
+
+    def every_subschema(resource: Resource[Any], resolver: Any) -> None:
+        resolver = resolver.in_subresource(resource)
+        visit(resource.contents, resolver, set())
+        for subresource in resource.subresources():
+            every_subschema(subresource, resolver)
+
+    every_subschema(root, resolver)
 
 
 _TEMPLATE_PATH = re.compile(r"\{\{\s*([^{}\s]+)\s*\}\}")

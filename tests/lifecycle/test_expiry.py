@@ -286,3 +286,21 @@ def test_a_bound_roles_ttl_and_reads_use_the_servers_clock(pg_dsn, role):
         [(expires_at,)] = conn.execute("select expires_at from prism_memory.semantic_memory where id = 'bound'").fetchall()
     assert abs(expires_at - (datetime.now(timezone.utc) + timedelta(hours=1))) < timedelta(minutes=5)
     assert recalled == ["bound"]
+
+
+async def test_a_ttl_that_would_end_after_year_9999_is_refused_at_the_call(backends):
+    """An expiry Python's ``datetime`` cannot hold is refused with the same typed error on both backends; a ttl
+    ending exactly at the last instant is stored."""
+    late = datetime(9999, 12, 1, tzinfo=timezone.utc)
+    last_instant = datetime.max.replace(tzinfo=timezone.utc)
+
+    async def scenario(backend):
+        memory = backend.memory(tenant_id="acme-corp", resource_id="user-1", clock=Clock(late))
+        try:
+            await memory.remember([{"id": "late-ttl", "text": "t", "ttl": timedelta(days=31)}], wait=True)
+        except LimitExceededError as exc:
+            refused = "9999-12-31" in str(exc)
+        await memory.remember([{"id": "last-ttl", "text": "t", "consent": USER, "ttl": last_instant - late}], wait=True)
+        return refused, [record.id for record in (await memory.export_memory(memory.config.scope)).entries]
+
+    assert await backends.run(scenario) == [True, ["last-ttl"]]

@@ -176,3 +176,59 @@ async def test_refs_within_the_schema_and_to_the_metaschema_still_work():
     await memory.update_working({"name": "Ada", "age": 36, "meta": {"type": "string"}})
     with pytest.raises(WorkingMemoryValidationError):
         await memory.update_working({"age": "old"})
+
+
+IN_PLACE_LOOPS = [
+    {"$ref": "#"},
+    {"allOf": [{"type": "object"}, {"$ref": "#"}]},
+    {"anyOf": [{"type": "string"}, {"$ref": "#"}]},
+    {"not": {"$ref": "#"}},
+    {"if": True, "then": {"$ref": "#"}},
+    {"dependentSchemas": {"name": {"$ref": "#"}}},
+    {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"oneOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"},
+    {"properties": {"name": {"$ref": "#/properties/name"}}},
+    {"$dynamicAnchor": "meta", "$dynamicRef": "#meta"},
+]
+
+
+@pytest.mark.parametrize("schema", IN_PLACE_LOOPS, ids=[str(schema) for schema in IN_PLACE_LOOPS])
+def test_a_reference_loop_that_never_descends_into_the_document_is_refused_when_the_memory_is_created(schema):
+    with pytest.raises(ConfigurationError, match="never descends"):
+        create_memory(tenant_id="t", resource_id="r", embedder=create_hash_embedder(8), schema=schema)
+
+
+TREE_SCHEMA = {
+    "type": "object",
+    "properties": {"label": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#"}}},
+    "additionalProperties": False,
+}
+
+
+def nested_tree(depth, label):
+    node = {"label": label}
+    for _ in range(depth):
+        node = {"label": "branch", "children": [node]}
+    return node
+
+
+async def test_a_schema_that_recurses_through_the_document_checks_documents_as_deep_as_the_cap(backends):
+    async def scenario(backend):
+        memory = backend.memory(schema=TREE_SCHEMA)
+        stored = await memory.update_working(nested_tree(30, "leaf"))
+        try:
+            await memory.update_working(nested_tree(30, 7))
+        except WorkingMemoryValidationError as exc:
+            refused = str(exc).startswith("working memory fails its schema at children/0/children/0")
+        else:
+            refused = False
+        return stored.version, refused, (await memory.get_working()).data == nested_tree(30, "leaf")
+
+    assert await backends.run(scenario) == [1, True, True]
+
+
+def test_a_schema_nested_past_what_python_can_walk_is_refused_when_the_memory_is_created():
+    schema = {"type": "object"}
+    for _ in range(5000):
+        schema = {"not": schema}
+    with pytest.raises(ConfigurationError, match="nests too deeply"):
+        create_memory(tenant_id="t", resource_id="r", embedder=create_hash_embedder(8), schema=schema)
