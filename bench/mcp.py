@@ -77,7 +77,7 @@ async def stdio_recall(args: argparse.Namespace, dsn: str, schema: str) -> dict:
             log(f"stdio: remembering {args.entries} entries through the remember tool")
             for start in range(0, args.entries, REMEMBER_BATCH):
                 texts = [fill(rng.choice(TEMPLATES), rng) for _ in range(min(REMEMBER_BATCH, args.entries - start))]
-                result = await client.call_tool("remember", {"texts": texts})
+                result = await client.call_tool("remember", {"entries": texts})
                 assert not result.is_error, result.content
             with psycopg.connect(dsn, autocommit=True) as conn:  # as autovacuum would after a bulk load
                 conn.execute(sql.SQL("vacuum (analyze) {}").format(
@@ -178,7 +178,7 @@ async def http_client(url: str, token: str, tenant: str, other: str, ids: dict[s
                 await call("recall", {"query": query, "top_k": 8})
                 await call("recall", {"query": query, "top_k": 8, "thread": THREAD})
                 await call("list_memories", {"limit": 20})
-                stored = await call("remember", {"texts": [f"[{tenant}] " + fill(rng.choice(TEMPLATES), rng)]})
+                stored = await call("remember", {"entries": [f"[{tenant}] " + fill(rng.choice(TEMPLATES), rng)]})
                 if stored:
                     ids[tenant].extend(stored["ids"])
                 guess = rng.choice(ids[other])
@@ -222,7 +222,7 @@ async def http_isolation(args: argparse.Namespace, dsn: str, schema: str, workdi
             async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens[tenant]}"}) as http:
                 async with Client(streamable_http_client(url, http_client=http)) as client:
                     rng = random.Random(tenant)
-                    result = await client.call_tool("remember", {"texts": [f"[{tenant}] " + fill(rng.choice(TEMPLATES), rng)
+                    result = await client.call_tool("remember", {"entries": [f"[{tenant}] " + fill(rng.choice(TEMPLATES), rng)
                                                                            for _ in range(50)]})
                     ids[tenant] = list(result.structured_content["ids"])
         tally = Tally()

@@ -34,6 +34,11 @@ class MemoryDirectory:
         #: The redaction every memory here applies (and the server applies to its error messages).
         self.redaction = Redaction(memory_options.get("secrets"), memory_options.get("redactor"))
 
+    @property
+    def working_schema(self) -> Mapping[str, Any] | None:
+        """The JSON Schema working memory must pass (the ``schema`` option), ``None`` without one."""
+        return self._options.get("schema")
+
     def resource(self, scope: ServerScope) -> Memory:
         """The memory of ``scope``'s resource (no thread: working memory is per resource)."""
         memory = self._resources.get(scope)

@@ -3,6 +3,7 @@ memory) and the ``memory_context`` prompt (the context provider's blocks for a q
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from mcp.server.mcpserver import MCPServer
@@ -14,6 +15,8 @@ from .scopes import ServerScope
 
 #: The resource holding the rendered working memory.
 WORKING_URI = "memory://working"
+#: The resource holding the JSON Schema working memory must pass (served when the server has one).
+WORKING_SCHEMA_URI = "memory://working/schema"
 
 
 def add_working_memory_resource(server: MCPServer, directory: MemoryDirectory, current_scope: Callable[[], ServerScope]) -> None:
@@ -27,6 +30,21 @@ def add_working_memory_resource(server: MCPServer, directory: MemoryDirectory, c
     async def working_memory_resource() -> str:
         with protocol_errors(redaction, resource_error):
             return await directory.resource(current_scope()).render_working()
+
+
+def add_working_schema_resource(server: MCPServer, directory: MemoryDirectory) -> None:
+    """Register on ``server`` the ``memory://working/schema`` resource, the JSON Schema ``update_working_memory``
+    checks documents against, when ``directory`` has one (``--working-schema``)."""
+    schema = directory.working_schema
+    if schema is None:
+        return
+    text = json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
+
+    @server.resource(WORKING_SCHEMA_URI, name="working_memory_schema", title="Working-memory schema",
+                     mime_type="application/schema+json",
+                     description="The JSON Schema every working-memory document must pass.")
+    async def working_schema_resource() -> str:
+        return text
 
 
 def add_memory_context_prompt(server: MCPServer, directory: MemoryDirectory, current_scope: Callable[[], ServerScope]) -> None:

@@ -11,7 +11,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 
 from .directory import MemoryDirectory
-from .prompts import add_memory_context_prompt, add_working_memory_resource
+from .prompts import add_memory_context_prompt, add_working_memory_resource, add_working_schema_resource
 from .scopes import ServerScope
 from .tokens import BearerTokens
 from .tools import ToolContext, entry_tools, new_entry_id, operator_tools, remembering_tools, working_memory_tools
@@ -56,5 +56,6 @@ def create_mcp_server(
         token_verifier=token_verifier, auth=auth, log_level=log_level,
     )
     add_working_memory_resource(server, directory, current_scope)
+    add_working_schema_resource(server, directory)
     add_memory_context_prompt(server, directory, current_scope)
     return server

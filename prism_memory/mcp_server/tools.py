@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.tools import Tool
@@ -15,7 +15,7 @@ from ..errors import InvalidEntryError, WorkingMemoryValidationError
 from ..export import export_json
 from ..memory import Memory
 from ..redaction import Redaction
-from ..types import MemoryConsent, MemoryEntry, MemoryLineage
+from ..types import MemoryConsent, MemoryEntry, MemoryLineage, Scope
 from .directory import MemoryDirectory
 from .failures import tool_errors
 from .models import (
@@ -42,6 +42,7 @@ from .models import (
     WorkingMemory,
     strict_tool,
 )
+from .prompts import WORKING_SCHEMA_URI
 from .scopes import ServerScope
 
 #: Entries one ``remember`` call may store.
@@ -80,6 +81,21 @@ def new_entry_id() -> str:
     return uuid.uuid4().hex
 
 
+#: The namespace of :func:`keyed_entry_id`'s UUIDs.
+IDEMPOTENCY_NAMESPACE = uuid.UUID("5b0e7c1e-4f3a-5d8e-9c61-2a7d0f4b8e13")
+#: The longest ``idempotency_key`` ``remember`` takes.
+IDEMPOTENCY_KEY_CHARS = 200
+
+
+def keyed_entry_id(scope: Scope, key: str, position: int, text: str) -> str:
+    """The id (32 hex digits) of the entry at 1-based ``position`` of a ``remember`` call carrying idempotency
+    ``key`` in the thread ``scope``: a UUID 5 over the scope, the key, the position and the entry's text, so a
+    retried call writes the same ids (a re-write of an entry, not a copy), while a key used again for other
+    texts, or in another thread, resource or tenant, names other entries and overwrites none."""
+    name = json.dumps([scope.tenant_id, scope.resource_id, scope.thread_id, key, position, text], ensure_ascii=False)
+    return uuid.uuid5(IDEMPOTENCY_NAMESPACE, name).hex
+
+
 def working_document(data: dict[str, Any] | str) -> Any:
     """``data``, or the JSON document a string holds; :class:`WorkingMemoryValidationError` for invalid JSON."""
     if not isinstance(data, str):
@@ -94,32 +110,41 @@ def remembering_tools(context: ToolContext) -> list[Tool]:
     """The tools that store and find entries: ``remember`` and ``recall``."""
 
     async def remember(
-        entries: Annotated[list[NewEntry] | None, Field(min_length=1, max_length=MAX_NEW_ENTRIES, description="Entries.")] = None,
-        texts: Annotated[list[str] | None, Field(min_length=1, max_length=MAX_NEW_ENTRIES, description="Plain texts.")] = None,
+        entries: Annotated[list[str | NewEntry], Field(
+            min_length=1, max_length=MAX_NEW_ENTRIES,
+            description="The facts to store: each a plain text, or an object with text and optional metadata, "
+                        "importance and derived_from.")],
         thread: Thread = None,
         importance: Annotated[float | None, Field(ge=0, le=1, description="0..1 for every entry (default: neutral).")] = None,
         consent: Annotated[ConsentChoice | None, Field(description="Visibility and scope of the new entries.")] = None,
+        idempotency_key: Annotated[str | None, Field(
+            min_length=1, max_length=IDEMPOTENCY_KEY_CHARS,
+            description="Any string unique to this call, sent again unchanged when the call is retried: a retry "
+                        "stores the same entries again (same ids) instead of new copies.")] = None,
     ) -> Remembered:
-        """Store durable facts about the user (give entries or texts, not both). Returns the new entries' ids."""
+        """Store durable facts about the user. Returns the new entries' ids. A call that timed out or was
+        cancelled may have stored them: retry it with the same idempotency_key."""
         with tool_errors(context.redaction):
             memory = context.thread(thread)
-            if (entries is None) == (texts is None):
-                raise InvalidEntryError("remember takes entries or texts: give exactly one of them")
             choice = consent or ConsentChoice()
             now = memory.config.now()
             granted_at = now if choice.visible else None
             stored_consent = MemoryConsent(context.consent_source, choice.scope, choice.visible, granted_at=granted_at)
+            given = [NewEntry(text=entry) if isinstance(entry, str) else entry for entry in entries]
+            scope = memory.config.scope
+            ids = ([keyed_entry_id(scope, idempotency_key, position, entry.text) for position, entry in enumerate(given, 1)]
+                   if idempotency_key is not None else [context.entry_ids() for _ in given])
             items = [
                 MemoryEntry(
-                    context.entry_ids(), entry.text, entry.metadata,
+                    entry_id, entry.text, entry.metadata,
                     importance=importance if entry.importance is None else entry.importance,
                     consent=stored_consent,
                     lineage=MemoryLineage(tuple(entry.derived_from)) if entry.derived_from else None,
                 )
-                for entry in (entries if entries is not None else [NewEntry(text=text) for text in texts or []])
+                for entry_id, entry in zip(ids, given)
             ]
             result = await memory.remember(items, wait=True)
-            return Remembered(thread=memory.config.scope.thread_id, ids=[item.id for item in items], stored=result.accepted)
+            return Remembered(thread=scope.thread_id, ids=ids, stored=result.accepted)
 
     async def recall(
         query: Annotated[str, Field(description="What to look for, in natural language.")],
@@ -154,11 +179,28 @@ def working_memory_tools(context: ToolContext) -> list[Tool]:
             int | None, Field(ge=0, description="Refuse unless the stored version is this (0: none yet; see get_working_memory).")
         ] = None,
     ) -> WorkingMemory:
-        """Replace the user's working-memory document; it must pass the server's schema."""
         with tool_errors(context.redaction):
             return WorkingMemory.of(await context.resource().update_working(working_document(data), expected_version))
 
-    return [strict_tool(get_working_memory, READ_ONLY), strict_tool(update_working_memory, REPLACING)]
+    update = strict_tool(update_working_memory, REPLACING, update_description(context.directory.working_schema))
+    return [strict_tool(get_working_memory, READ_ONLY), update]
+
+
+#: The longest working-memory schema (compact JSON characters) ``update_working_memory``'s description quotes.
+SCHEMA_IN_DESCRIPTION_CHARS = 4000
+
+
+def update_description(schema: Mapping[str, Any] | None) -> str:
+    """``update_working_memory``'s description: what it does and, when the server has a working-memory schema,
+    that schema as compact JSON (over :data:`SCHEMA_IN_DESCRIPTION_CHARS` characters, a pointer to the
+    ``memory://working/schema`` resource instead), so the model can write a passing document the first time."""
+    text = "Replace the user's working-memory document (a JSON object)"
+    if schema is None:
+        return text + "; any object is accepted."
+    quoted = json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
+    if len(quoted) > SCHEMA_IN_DESCRIPTION_CHARS:
+        return text + f"; it must pass the JSON Schema of the resource {WORKING_SCHEMA_URI}."
+    return text + f"; it must pass this JSON Schema: {quoted}"
 
 
 def entry_tools(context: ToolContext) -> list[Tool]:

@@ -9,6 +9,7 @@ against the real thing in tests/mcp/test_mcp_transports.py.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import secrets
 import warnings
@@ -153,6 +154,79 @@ async def _listing(call: Caller) -> dict[str, Any]:
             for tool in listed.tools}
 
 
+def _schema_problems(node: Any, where: str = "") -> list[str]:
+    """Where an input schema uses a form some clients refuse: ``$ref``, ``$defs``, or ``null`` in an ``anyOf``
+    or a ``type`` list."""
+    problems = []
+    if isinstance(node, dict):
+        problems += [f"{where}/{key}" for key in ("$ref", "$defs") if key in node]
+        if any(choice.get("type") == "null" for choice in node.get("anyOf", []) if isinstance(choice, dict)):
+            problems.append(f"{where}/anyOf: null")
+        if isinstance(node.get("type"), list) and "null" in node["type"]:
+            problems.append(f"{where}/type: null")
+        for key, value in node.items():
+            problems += _schema_problems(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for number, value in enumerate(node):
+            problems += _schema_problems(value, f"{where}/{number}")
+    return problems
+
+
+async def test_input_schemas_are_inline_and_optional_means_not_required(backends):
+    """Every tool's input schema, as a real client lists it, has no $ref, $defs or null choice (forms some
+    clients refuse): an optional argument is one not required. remember requires its entries, and the
+    server still takes an explicit null for an optional argument."""
+    async def scenario(call, backend):
+        tools = await _listing(call)
+        explicit_null = await call.ok("recall", query="tea", thread=None, top_k=None)
+        return {"tools": tools, "explicit_null": explicit_null}
+
+    listed = await on_both(backends, scenario, admin_tools=True)
+    tools = listed["tools"]
+    assert list(tools) == TOOLS + ADMIN_TOOLS
+    problems = {name: _schema_problems(tool["input_schema"]) for name, tool in tools.items()}
+    assert problems == {name: [] for name in tools}
+    remember = tools["remember"]["input_schema"]
+    assert remember["required"] == ["entries"] and "texts" not in remember["properties"]
+    assert [choice["type"] for choice in remember["properties"]["entries"]["items"]["anyOf"]] == ["string", "object"]
+    assert "required" not in tools["list_memories"]["input_schema"]
+    assert tools["recall"]["input_schema"]["properties"]["top_k"] == {
+        "type": "integer", "minimum": 1, "maximum": 32, "description": "Hits to return (default 8)."}
+    assert listed["explicit_null"]["thread"] == "thread-1"
+
+
+async def test_results_are_compact_json(backends):
+    """A tool result's text is its structured content as compact JSON (no indentation, no spaces)."""
+    async def scenario(call, backend):
+        results = [await call.client.call_tool("remember", {"entries": ["Prefers green tea", {"text": "Has a dog"}]}),
+                   await call.client.call_tool("recall", {"query": "tea"}),
+                   await call.client.call_tool("list_memories", {})]
+        return [[result.content[0].text == json.dumps(result.structured_content, separators=(",", ":"), ensure_ascii=False),
+                 len(result.content[0].text) < len(json.dumps(result.structured_content, indent=2))] for result in results]
+
+    assert await on_both(backends, scenario) == [[True, True]] * 3
+
+
+async def test_the_working_memory_schema_is_in_the_update_tool_and_a_resource(backends):
+    """With a working-memory schema the model sees it before its first update: quoted in
+    update_working_memory's description (a long one is named by resource instead) and served as
+    memory://working/schema."""
+    async def scenario(call, backend):
+        description = (await _listing(call))["update_working_memory"]["description"]
+        schema = await call.client.read_resource("memory://working/schema")
+        return {"description": description, "schema": json.loads(schema.contents[0].text)}
+
+    listed = await on_both(backends, scenario, schema=PROFILE_SCHEMA)
+    assert listed["schema"] == PROFILE_SCHEMA
+    assert listed["description"].endswith(json.dumps(PROFILE_SCHEMA, separators=(",", ":")))
+    long_schema = {**PROFILE_SCHEMA, "description": "x" * 5000}
+    listed = await on_both(backends, scenario, schema=long_schema)
+    assert "memory://working/schema" in listed["description"] and "x" * 100 not in listed["description"]
+    assert listed["schema"] == long_schema
+    plain = await on_both(backends, lambda call, backend: _listing(call))
+    assert "any object" in plain["update_working_memory"]["description"]
+
+
 async def test_the_resource_and_the_prompt_are_listed(backends):
     async def scenario(call, backend):
         resources = (await call.client.list_resources()).resources
@@ -172,12 +246,12 @@ async def test_the_resource_and_the_prompt_are_listed(backends):
 
 async def test_remember_recall_and_list(backends):
     async def scenario(call, backend):
-        stored = await call.ok("remember", texts=["Prefers green tea in the morning", "Has a dog called Rex"])
+        stored = await call.ok("remember", entries=["Prefers green tea in the morning", "Has a dog called Rex"])
         entries = await call.ok("remember", entries=[
             {"text": "Rex is a beagle", "metadata": {"topic": "pets"}, "importance": 0.9, "derived_from": ["e2"]},
             {"text": "Walks Rex every evening"},
         ], importance=0.25, consent={"scope": "user"})
-        other = await call.ok("remember", texts=["A note in another thread about tea"], thread="thread-2")
+        other = await call.ok("remember", entries=["A note in another thread about tea"], thread="thread-2")
         recalled = await call.ok("recall", query="green tea", top_k=2)
         adjacent = await call.ok("recall", query="beagle", top_k=1, message_range=1)
         first = await call.ok("list_memories", limit=2)
@@ -209,13 +283,13 @@ async def test_recall_across_threads_follows_consent_scope(backends):
     """``across_threads`` recalls this thread's entries and, from the user's other threads, only those whose
     consent scope is "profile" or "user"; a ``set_consent`` scope change holds at the next recall."""
     async def scenario(call, backend):
-        await call.ok("remember", texts=["Drinks green tea at breakfast"])
-        await call.ok("remember", texts=["Brews oolong tea on weekends"], consent={"scope": "user"}, thread="thread-2")
-        await call.ok("remember", texts=["Keeps the tea caddy in the attic"], consent={"scope": "profile"},
+        await call.ok("remember", entries=["Drinks green tea at breakfast"])
+        await call.ok("remember", entries=["Brews oolong tea on weekends"], consent={"scope": "user"}, thread="thread-2")
+        await call.ok("remember", entries=["Keeps the tea caddy in the attic"], consent={"scope": "profile"},
                       thread="thread-2")
-        await call.ok("remember", texts=["A tea secret kept in thread two"], consent={"scope": "thread"},
+        await call.ok("remember", entries=["A tea secret kept in thread two"], consent={"scope": "thread"},
                       thread="thread-2")
-        await call.ok("remember", texts=["Tea notes from a thread of its own"], thread="thread-3")
+        await call.ok("remember", entries=["Tea notes from a thread of its own"], thread="thread-3")
         here = await call.ok("recall", query="tea", top_k=8)
         across = await call.ok("recall", query="tea", top_k=8, across_threads=True)
         await call.ok("set_consent", entry_id="e2", scope="thread", thread="thread-2")
@@ -267,7 +341,7 @@ async def test_working_memory_tools_and_resource(backends):
 
 async def test_correct_set_consent_and_forget(backends):
     async def scenario(call, backend):
-        await call.ok("remember", texts=["Lives in Lisbon", "Works as a nurse"])
+        await call.ok("remember", entries=["Lives in Lisbon", "Works as a nurse"])
         await call.ok("remember", entries=[{"text": "Summary: a nurse in Lisbon", "derived_from": ["e1", "e2"]}])
         corrected = await call.ok("correct", entry_id="e1", text="Lives in Porto")
         after_correct = await call.ok("recall", query="Lisbon Porto nurse", top_k=8)
@@ -303,7 +377,7 @@ async def test_correct_set_consent_and_forget(backends):
 
 async def test_admin_tools(backends):
     async def scenario(call, backend):
-        await call.ok("remember", texts=[f"note {n} about the garden" for n in range(1, 6)])
+        await call.ok("remember", entries=[f"note {n} about the garden" for n in range(1, 6)])
         held = await call.ok("legal_hold", ids=["e1"])
         not_deleted = await call.ok("forget", ids=["e1"])
         recalled = await call.ok("recall", query="garden", top_k=8)
@@ -343,21 +417,22 @@ BAD_CALLS = {
     "top_k over the cap": ("recall", {"query": "tea", "top_k": 33}, "arguments"),
     "message_range over the cap": ("recall", {"query": "tea", "message_range": 5}, "arguments"),
     "a tenant argument": ("recall", {"query": "tea", "tenant": "acme-corp"}, "arguments"),
-    "a resource argument": ("remember", {"texts": ["x"], "resource_id": "user-bob"}, "arguments"),
-    "blank thread": ("remember", {"texts": ["x"], "thread": " "}, "InvalidScopeError"),
-    "thread over 256 bytes": ("remember", {"texts": ["x"], "thread": "é" * 129}, "InvalidScopeError"),
+    "a resource argument": ("remember", {"entries": ["x"], "resource_id": "user-bob"}, "arguments"),
+    "blank thread": ("remember", {"entries": ["x"], "thread": " "}, "InvalidScopeError"),
+    "thread over 256 bytes": ("remember", {"entries": ["x"], "thread": "é" * 129}, "InvalidScopeError"),
     "a delegated agent's thread": ("recall", {"query": "tea", "thread": "thread-1/agent:bot"}, "InvalidScopeError"),
-    "entries and texts": ("remember", {"texts": ["x"], "entries": [{"text": "y"}]}, "InvalidEntryError"),
-    "neither entries nor texts": ("remember", {}, "InvalidEntryError"),
-    "an empty list": ("remember", {"texts": []}, "arguments"),
-    "too many texts": ("remember", {"texts": ["x"] * (MAX_NEW_ENTRIES + 1)}, "arguments"),
-    "a blank text": ("remember", {"texts": ["ok", "  "]}, "InvalidEntryError"),
-    "an oversized text": ("remember", {"texts": ["ok", "x" * 5000]}, "PayloadTooLargeError"),
+    "no entries": ("remember", {}, "arguments"),
+    "the retired texts argument": ("remember", {"texts": ["x"]}, "arguments"),
+    "a blank idempotency key": ("remember", {"entries": ["x"], "idempotency_key": ""}, "arguments"),
+    "an empty list": ("remember", {"entries": []}, "arguments"),
+    "too many entries": ("remember", {"entries": ["x"] * (MAX_NEW_ENTRIES + 1)}, "arguments"),
+    "a blank text": ("remember", {"entries": ["ok", "  "]}, "InvalidEntryError"),
+    "an oversized text": ("remember", {"entries": ["ok", "x" * 5000]}, "PayloadTooLargeError"),
     "an unknown entry field": ("remember", {"entries": [{"text": "x", "id": "mine"}]}, "arguments"),
-    "importance out of range": ("remember", {"texts": ["x"], "importance": 1.5}, "arguments"),
+    "importance out of range": ("remember", {"entries": ["x"], "importance": 1.5}, "arguments"),
     "metadata not an object": ("remember", {"entries": [{"text": "x", "metadata": [1]}]}, "arguments"),
     "a derived_from id unknown": ("remember", {"entries": [{"text": "x", "derived_from": [""]}]}, "InvalidEntryError"),
-    "a consent source": ("remember", {"texts": ["x"], "consent": {"source": "user"}}, "arguments"),
+    "a consent source": ("remember", {"entries": ["x"], "consent": {"source": "user"}}, "arguments"),
     "too many ids": ("forget", {"ids": [f"e{n}" for n in range(65)]}, "arguments"),
     "no ids": ("forget", {"ids": []}, "arguments"),
     "ids not a list": ("forget", {"ids": "e1"}, "arguments"),
@@ -375,7 +450,7 @@ BAD_CALLS = {
 async def test_bad_input_is_a_tool_error_and_writes_nothing(backends):
     """Every refused call leaves the thread and the working memory as they were, and the server keeps serving."""
     async def scenario(call, backend):
-        await call.ok("remember", texts=["Prefers green tea", "Has a dog called Rex"])
+        await call.ok("remember", entries=["Prefers green tea", "Has a dog called Rex"])
         await call.ok("update_working_memory", data={"name": "Ada"})
         before = (await call.ok("list_memories"), await call.ok("get_working_memory"))
         refused = {}
@@ -398,7 +473,7 @@ async def test_bad_input_is_a_tool_error_and_writes_nothing(backends):
 
 async def test_a_page_of_list_memories_stays_under_its_byte_cap(backends):
     async def scenario(call, backend):
-        await call.ok("remember", texts=["x" * 60_000 for _ in range(6)])
+        await call.ok("remember", entries=["x" * 60_000 for _ in range(6)])
         pages, cursor = [], None
         while True:
             page = await call.ok("list_memories", limit=100, **({} if cursor is None else {"cursor": cursor}))
@@ -418,7 +493,7 @@ async def test_writes_carry_explicit_consent_so_require_consent_deployments_work
     async def scenario(call, backend):
         legacy = backend.memory(tenant_id="acme", resource_id="user-ada", thread_id="thread-1")
         await legacy.remember([{"id": "legacy-1", "text": "an imported note about tea"}], wait=True)  # no consent
-        await call.ok("remember", texts=["a note about green tea"])
+        await call.ok("remember", entries=["a note about green tea"])
         recalled = await call.ok("recall", query="tea", top_k=8)
         listed = await call.ok("list_memories")
         return {"recalled": recalled, "listed": listed}
@@ -457,7 +532,7 @@ async def test_redaction_applies_to_everything_returned(backends):
         plain = backend.memory(tenant_id="acme", resource_id="user-ada", thread_id="thread-1")
         await plain.remember([{"id": "raw-1", "text": "the wifi password is hunter2", "metadata": {"pin": "hunter2"}}], wait=True)
         await plain.update_working({"name": "Ada hunter2"})
-        stored = await call.ok("remember", texts=["card 4111-1111 and hunter2"])
+        stored = await call.ok("remember", entries=["card 4111-1111 and hunter2"])
         recalled = await call.ok("recall", query="password card", top_k=8)
         listed = await call.ok("list_memories")
         corrected = await call.ok("correct", entry_id="e1", text="card 4111-1111 expired")
@@ -467,7 +542,7 @@ async def test_redaction_applies_to_everything_returned(backends):
         prompt = (await call.client.get_prompt("memory_context", {"query": "password card"})).messages[0].content.text
         error = await call.failed("recall", query="tea", thread="hunter2/agent:x")
         refused = [await call.failed("recall", query="tea", top_k="hunter2"),  # the SDK's argument check
-                   await call.failed("remember", texts=["ok"], consent={"visible": True, "scope": "hunter2"})]
+                   await call.failed("remember", entries=["ok"], consent={"visible": True, "scope": "hunter2"})]
         raw = await backend.memory(tenant_id="acme", resource_id="user-ada", thread_id="thread-1").recall("card", top_k=8)
         return {"stored": stored, "seen": [recalled, listed, corrected, consent, working, rendered, prompt, error.text,
                                                     *(failure.text for failure in refused)],
@@ -487,11 +562,11 @@ async def test_the_prompt_returns_inert_blocks_under_a_token_cap(backends):
 
     async def scenario(call, backend):
         await call.ok("update_working_memory", data={"name": "Ada"})
-        await call.ok("remember", texts=[hostile, "Prefers green tea", *[f"tea fact number {n}" for n in range(20)]])
+        await call.ok("remember", entries=[hostile, "Prefers green tea", *[f"tea fact number {n}" for n in range(20)]])
         full = await call.client.get_prompt("memory_context", {"query": "tea instructions"})
         capped = await call.client.get_prompt("memory_context", {"query": "tea instructions", "max_tokens": "40"})
         other = await call.client.get_prompt("memory_context", {"query": "tea", "thread": "thread-2"})
-        await call.ok("remember", texts=["Drinks oolong at work"], thread="thread-3", consent={"visible": True, "scope": "user"})
+        await call.ok("remember", entries=["Drinks oolong at work"], thread="thread-3", consent={"visible": True, "scope": "user"})
         travelled = [(await call.client.get_prompt("memory_context", {"query": "oolong", **flag})).messages[0].content.text
                      for flag in ({}, {"across_threads": "false"}, {"across_threads": " TRUE"})]
         errors = []
@@ -576,7 +651,7 @@ async def test_embedder_failures_have_fixed_texts(backends):
                 directory = MemoryDirectory({None: (backend.vector_store, backend.working_store)}, embedder)
                 async with Client(create_mcp_server(directory, lambda: SCOPE)) as client:
                     call = Caller(client)
-                    outcome[case] = [await call.failed("remember", texts=["Prefers green tea"]),
+                    outcome[case] = [await call.failed("remember", entries=["Prefers green tea"]),
                                      await call.failed("recall", query="tea")]
                     with pytest.raises(MCPError) as raised:
                         await client.get_prompt("memory_context", {"query": "tea"})
@@ -648,10 +723,10 @@ async def test_one_scope_sees_nothing_of_a_look_alike_scope(backends):
             callers[name] = server
         async with Client(callers["acme"]) as a, Client(callers["corp"]) as c, Client(callers["bob"]) as b:
             acme_call, corp_call, bob_call = Caller(a), Caller(c), Caller(b)
-            await corp_call.ok("remember", texts=["the merger closes on Friday", "salaries rise 5%"],
+            await corp_call.ok("remember", entries=["the merger closes on Friday", "salaries rise 5%"],
                                consent={"scope": "user"})
             await corp_call.ok("update_working_memory", data={"name": "Corp Ada"})
-            await bob_call.ok("remember", texts=["bob's merger notes"], consent={"scope": "user"})
+            await bob_call.ok("remember", entries=["bob's merger notes"], consent={"scope": "user"})
             for thread in (None, "merger", "plans"):
                 args = {} if thread is None else {"thread": thread}
                 outcome[f"recall {thread}"] = await acme_call.ok("recall", query="merger salaries Friday", top_k=32,

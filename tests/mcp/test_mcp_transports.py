@@ -74,7 +74,7 @@ async def test_stdio_subprocess_serves_its_configured_scope_across_restarts(pg_d
     log = tmp_path / "server.log"
     async with stdio_session(pg_dsn, log, **ada) as call:
         tools = [tool.name for tool in (await call.client.list_tools()).tools]
-        stored = await call.ok("remember", texts=["Prefers green tea", "Flies to Lisbon on Friday"])
+        stored = await call.ok("remember", entries=["Prefers green tea", "Flies to Lisbon on Friday"])
         await call.ok("update_working_memory", data={"name": "Ada"})
         first = await call.ok("recall", query="tea", top_k=1)
     async with stdio_session(pg_dsn, log, **ada) as call:  # a restart: same scope, same data
@@ -106,7 +106,7 @@ async def test_stdio_server_answers_the_calls_in_flight_when_standard_input_ends
     (the SDK's). The SDK cancelled them instead, answering "Connection closed" for a remember that had committed
     (a client retrying it would store it twice)."""
     remembers = [{"jsonrpc": "2.0", "id": n, "method": "tools/call",
-                  "params": {"name": "remember", "arguments": {"texts": [f"in flight note {n}"]}}} for n in range(2, 22)]
+                  "params": {"name": "remember", "arguments": {"entries": [f"in flight note {n}"]}}} for n in range(2, 22)]
     wire = b"".join(json.dumps(message).encode() + b"\n" for message in [*NOISY_CONVERSATION[:2], *remembers])
     command = mcp_command("--dsn", pg_dsn, "--dimensions", str(TEST_DIMENSIONS), "mcp")
     env = {**os.environ, "PRISM_MEMORY_TENANT": "acme", "PRISM_MEMORY_RESOURCE": "user-ada"}
@@ -139,7 +139,7 @@ async def test_stdio_server_embeds_with_the_configured_embedder(pg_dsn, tmp_path
     with EmbeddingServer(dimensions=TEST_DIMENSIONS) as server:
         options = ("--schema", "prism_memory", "--embedder", "openai", "--model", "served-model", "--base-url", server.base_url)
         async with stdio_session(pg_dsn, log, *options, **scope) as call:
-            await call.ok("remember", texts=["Prefers green tea", "Flies to Lisbon on Friday"])
+            await call.ok("remember", entries=["Prefers green tea", "Flies to Lisbon on Friday"])
             found = await call.ok("recall", query="green tea", top_k=1)
         embedded = [text for request in server.requests for text in request["body"]["input"]]
     assert found["hits"][0]["text"] == "Prefers green tea"
@@ -471,7 +471,7 @@ async def two_tenants_over_http(url: str, tokens: dict[str, str]) -> dict[str, A
     ids = {}
     for tenant, token in tokens.items():
         async with http_session(url, token) as call:
-            ids[tenant] = (await call.ok("remember", texts=TEXTS[tenant]))["ids"]
+            ids[tenant] = (await call.ok("remember", entries=TEXTS[tenant]))["ids"]
             await call.ok("update_working_memory", data={"owner": tenant})
     outcome["ids"] = ids
     for tenant, other in (("acme", "acme-corp"), ("acme-corp", "acme")):
@@ -601,12 +601,12 @@ async def test_each_tokens_calls_run_as_its_own_database_role(pg_dsn, bound_role
     tokens = write_tokens(tmp_path, bound_roles)
     with http_server(tmp_path, "--dsn", pg_dsn, "--dimensions", str(TEST_DIMENSIONS)) as url:
         async with http_session(url, tokens["acme"]) as acme, http_session(url, tokens["acme-corp"]) as corp:
-            await acme.ok("remember", texts=["acme plans a picnic"])
+            await acme.ok("remember", entries=["acme plans a picnic"])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
                 grant_app_role(pg_dsn, urlparse(bound_roles["acme"]).username, TEST_CONFIG, tenants=["acme-old"])
             refused = await acme.failed("recall", query="picnic")
-            served = await corp.ok("remember", texts=["acme-corp merger"])
+            served = await corp.ok("remember", entries=["acme-corp merger"])
     assert refused.text == ("Error executing tool recall: TenantAccessDeniedError: the server's database role may not "
                             "act for this tenant; ask the operator")
     assert served["stored"] == 1
@@ -642,7 +642,7 @@ async def test_the_documented_agent_configs_start_a_working_server(pg_dsn, tmp_p
             with (tmp_path / "server.log").open("a") as errlog:
                 async with Client(stdio_client(parameters, errlog=errlog)) as client:
                     call = Caller(client)
-                    stored = await call.ok("remember", texts=["Prefers green tea"])
+                    stored = await call.ok("remember", entries=["Prefers green tea"])
                     found = await call.ok("recall", query="tea", top_k=1)
         finally:
             if data_dir.exists():
@@ -658,7 +658,7 @@ async def test_the_documented_agent_configs_start_a_working_server(pg_dsn, tmp_p
         headers = {name: value.replace("PASTE-THE-TOKEN-HERE", tokens["acme"]) for name, value in http_config["headers"].items()}
         async with httpx2.AsyncClient(headers=headers) as http:
             async with Client(streamable_http_client(http_config["url"].replace("8848", str(port)), http_client=http)) as client:
-                assert (await Caller(client).ok("remember", texts=["Prefers green tea"]))["stored"] == 1
+                assert (await Caller(client).ok("remember", entries=["Prefers green tea"]))["stored"] == 1
 
 
 def test_the_documented_token_file_loads(tmp_path):
@@ -683,7 +683,7 @@ def test_sigterm_stops_a_stdio_server_cleanly_and_releases_the_embedded_database
         process = subprocess.Popen(mcp_command("mcp"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file, env=env)
     try:
         remember = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                    "params": {"name": "remember", "arguments": {"texts": ["Prefers green tea"]}}}
+                    "params": {"name": "remember", "arguments": {"entries": ["Prefers green tea"]}}}
         for message in [*NOISY_CONVERSATION[:2], remember]:
             process.stdin.write(json.dumps(message).encode() + b"\n")
         process.stdin.flush()
@@ -715,7 +715,7 @@ async def test_a_stopped_server_releases_the_embedded_database(tmp_path):
     try:
         with http_server(tmp_path, env=env) as url:
             async with http_session(url, tokens["acme"]) as call:
-                assert (await call.ok("remember", texts=["Prefers green tea"]))["stored"] == 1
+                assert (await call.ok("remember", entries=["Prefers green tea"]))["stored"] == 1
     finally:
         stopped = subprocess.run(mcp_command("server", "stop"), env=env, capture_output=True, text=True, timeout=60)
     assert "stopped the embedded PostgreSQL" in stopped.stdout, stopped
