@@ -33,6 +33,9 @@ def register(commands: Commands) -> None:
                      help="http: the token file mapping each bearer token to a tenant and resource (TOML)")
     sub.add_argument("--host", default="127.0.0.1", help="http: the address to listen on (default 127.0.0.1)")
     sub.add_argument("--port", type=int, default=8848, metavar="N", help="http: the port (default 8848; 0 picks a free one)")
+    sub.add_argument("--max-streams", type=int, default=None, metavar="N",
+                     help="http: the requests one token may hold open at once, GET event streams and calls being "
+                          "answered (default 16); beyond them a request gets 429")
     sub.add_argument("--admin-tools", action="store_true",
                      help="also serve the operator tools: legal_hold, apply_retention, export_memory, rebuild_index")
     sub.add_argument("--consent-source", choices=("agent", "user", "system"), default="agent",
@@ -139,6 +142,8 @@ async def cmd_mcp(args: argparse.Namespace, out: Console, status: Console) -> No
         raise UsageError(f"prism-memory mcp needs the mcp extra: pip install 'prism-memory[mcp]' ({exc})") from exc
 
     if args.transport == "stdio":
+        if args.max_streams is not None:
+            raise UsageError("--max-streams is for --transport http")
         if args.tokens:
             raise UsageError("--tokens is for --transport http; over stdio the scope comes from --tenant and --resource")
         tenant, resource, thread = mcp_stdio_scope(args)
@@ -184,7 +189,7 @@ async def cmd_mcp(args: argparse.Namespace, out: Console, status: Console) -> No
                          "put a TLS-terminating proxy in front (docs/mcp.md)", markup=False)
 
         async def serve_http() -> None:
-            async with mcp_server.serving_http(server, args.host, args.port) as endpoint:
+            async with mcp_server.serving_http(server, args.host, args.port, args.max_streams) as endpoint:
                 status.print(f"prism-memory mcp: serving {len(scopes)} token(s) over streamable HTTP at {endpoint.url} "
                              f"on {where}", markup=False)
                 await asyncio.shield(endpoint.finished)  # cancelled, the block's exit stops uvicorn gracefully

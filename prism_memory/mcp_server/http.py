@@ -1,15 +1,27 @@
-"""Serving an MCP server over streamable HTTP (uvicorn), stateless: each request authenticated and scoped on its own."""
+"""Serving an MCP server over streamable HTTP (uvicorn), stateless: each request authenticated and scoped on its own.
+
+:data:`MAX_STREAMS_PER_TOKEN` and :data:`HTTP_DRAIN_S` are read from this module at each use."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
+import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import ConfigurationError
+
+#: The requests one bearer token may have open at once (GET event streams and calls being answered), by default.
+MAX_STREAMS_PER_TOKEN = 16
+#: On shutdown, how long the calls in flight may take to finish and answer, seconds (event streams close at once).
+HTTP_DRAIN_S = 10.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -21,17 +33,104 @@ class HttpEndpoint:
     finished: asyncio.Task[None]
 
 
+class StreamLimits:
+    """ASGI middleware in front of the MCP endpoint: a bound on the requests each bearer token holds open, and a
+    shutdown that cannot be held up by them.
+
+    A request beyond ``max_streams`` open ones of the same ``Authorization`` header (GET event streams, which a
+    stateless server never writes to, and calls still being answered) is refused with 429 and a JSON body
+    ``{"error": ...}``. :meth:`close` refuses every new request with 503 and ends the open GET event streams at
+    once (each response is finished cleanly, so the client sees its stream end); :meth:`cancel_calls` then ends
+    the calls still running (a call whose answer had not started gets 503, one whose event stream had started
+    sees it end without an answer).
+    """
+
+    def __init__(self, app: ASGIApp, max_streams: int) -> None:
+        self.app = app
+        self.max_streams = max_streams
+        self.closing = False
+        self._open: dict[bytes, int] = {}
+        self._streams: set[anyio.CancelScope] = set()
+        self._calls: set[anyio.CancelScope] = set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.closing:
+            await refuse(send, 503, "the server is shutting down; retry later")
+            return
+        holder = hashlib.sha256(dict(scope["headers"]).get(b"authorization", b"")).digest()
+        if self._open.get(holder, 0) >= self.max_streams:
+            await refuse(send, 429, f"this token already holds {self.max_streams} open requests (GET event streams "
+                                    "and calls being answered), the server's limit: close one first")
+            return
+        self._open[holder] = self._open.get(holder, 0) + 1
+        group = self._streams if scope["method"] == "GET" else self._calls
+        response = {"started": False, "complete": False}
+
+        async def noting(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                response["started"] = True
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                response["complete"] = True
+            await send(message)
+
+        try:
+            with anyio.CancelScope() as cancel:
+                group.add(cancel)
+                await self.app(scope, receive, noting)
+        finally:
+            group.discard(cancel)
+            self._open[holder] -= 1
+            if not self._open[holder]:
+                del self._open[holder]
+        if cancel.cancelled_caught and not response["complete"]:
+            if response["started"]:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            else:
+                await refuse(send, 503, "the server is shutting down; retry later")
+
+    def close(self) -> None:
+        """Refuse new requests (503) and end every open GET event stream now."""
+        self.closing = True
+        for cancel in list(self._streams):
+            cancel.cancel()
+
+    def cancel_calls(self) -> None:
+        """End the calls still being answered."""
+        for cancel in list(self._calls):
+            cancel.cancel()
+
+
+async def refuse(send: Send, status: int, error: str) -> None:
+    """Answer with ``status`` and the JSON body ``{"error": error}``."""
+    body = json.dumps({"error": error}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if status in (429, 503):
+        headers.append((b"retry-after", b"1"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 @asynccontextmanager
-async def serving_http(server: MCPServer, host: str, port: int) -> AsyncIterator[HttpEndpoint]:
+async def serving_http(server: MCPServer, host: str, port: int, max_streams: int | None = None) -> AsyncIterator[HttpEndpoint]:
     """Serve ``server`` over streamable HTTP at ``http://host:port/mcp`` (``port`` 0: a free one) until the block
     ends or the process is interrupted.
 
     Stateless: every request is authenticated and scoped on its own (no session carries a scope from one
-    request to the next). DNS-rebinding protection is on for a loopback ``host`` (the SDK's default). Signals
-    are the caller's: cancelled (the CLI cancels on SIGTERM), the block shuts the server down gracefully on
-    its way out. Raises :class:`ConfigurationError` when the address cannot be bound.
+    request to the next). DNS-rebinding protection is on for a loopback ``host`` (the SDK's default). Each
+    bearer token may hold ``max_streams`` requests open at once (default :data:`MAX_STREAMS_PER_TOKEN`;
+    :class:`StreamLimits`). Signals are the caller's: cancelled (the CLI cancels on SIGTERM), the block shuts
+    the server down on its way out: new requests get 503, open GET event streams end at once, the calls in
+    flight get :data:`HTTP_DRAIN_S` seconds to answer and are then ended. Raises :class:`ConfigurationError`
+    when the address cannot be bound or ``max_streams`` is not positive.
     """
     import uvicorn
+
+    max_streams = MAX_STREAMS_PER_TOKEN if max_streams is None else max_streams
+    if isinstance(max_streams, bool) or not isinstance(max_streams, int) or max_streams < 1:
+        raise ConfigurationError(f"max_streams must be a positive whole number, got {max_streams!r}")
 
     class Server(uvicorn.Server):
         @contextmanager
@@ -40,8 +139,11 @@ async def serving_http(server: MCPServer, host: str, port: int) -> AsyncIterator
             # process before its exit handlers run; the caller handles them instead.
             yield
 
-    app = server.streamable_http_app(stateless_http=True, host=host)
-    http = Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    limits = StreamLimits(server.streamable_http_app(stateless_http=True, host=host), max_streams)
+    # uvicorn's own bound on a graceful stop backs up the drain below.
+    config = uvicorn.Config(limits, host=host, port=port, log_level="warning", lifespan="on",
+                            timeout_graceful_shutdown=int(HTTP_DRAIN_S) + 5)
+    http = Server(config)
     finished = asyncio.create_task(http.serve())
     while not http.started:
         if finished.done():
@@ -56,5 +158,16 @@ async def serving_http(server: MCPServer, host: str, port: int) -> AsyncIterator
     try:
         yield HttpEndpoint(f"http://{shown}:{bound}/mcp", finished)
     finally:
-        http.should_exit = True
+        await stop(http, limits, finished)
+
+
+async def stop(http: Any, limits: StreamLimits, finished: asyncio.Task[None]) -> None:
+    """Stop ``http`` whatever its clients hold open: event streams at once, the calls in flight after
+    :data:`HTTP_DRAIN_S` seconds."""
+    limits.close()
+    http.should_exit = True
+    try:
+        await asyncio.wait_for(asyncio.shield(finished), HTTP_DRAIN_S)
+    except TimeoutError:
+        limits.cancel_calls()
         await finished

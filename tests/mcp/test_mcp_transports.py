@@ -7,6 +7,7 @@ with a tenant-bound role per token, and compares the three outcomes.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -405,25 +406,45 @@ def test_mcp_token_appends_a_digest_and_prints_the_token_once(tmp_path, capsys):
 
 
 @contextlib.contextmanager
-def http_server(tmp_path: Path, *options: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    """A ``prism-memory OPTIONS mcp --transport http --port 0 --tokens tokens.toml`` process over the token
-    file in ``tmp_path``; yields its endpoint URL (from its log). Stopped with SIGTERM, it must shut down
-    cleanly: exit status 0, no traceback."""
+def http_process(tmp_path: Path, *options: str, env: dict[str, str] | None = None,
+                 serve_options: tuple[str, ...] = ()) -> Iterator[tuple[subprocess.Popen, str, Path]]:
+    """A ``prism-memory OPTIONS mcp --transport http --port 0 --tokens tokens.toml SERVE_OPTIONS`` process over the
+    token file in ``tmp_path``: yields it, its endpoint URL (from its log) and the log; killed if still running
+    at the end."""
     log = tmp_path / f"http-{secrets.token_hex(3)}.log"
     with log.open("w") as errlog:
-        process = subprocess.Popen(mcp_command(*options, "mcp", "--transport", "http", "--port", "0", "--tokens", "tokens.toml"),
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog, cwd=tmp_path, env=env)
+        process = subprocess.Popen(
+            mcp_command(*options, "mcp", "--transport", "http", "--port", "0", "--tokens", "tokens.toml", *serve_options),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog, cwd=tmp_path, env=env)
     try:
         deadline = time.monotonic() + SERVER_START_S
         while not (found := re.search(r"at (http://127\.0\.0\.1:\d+/mcp) ", log.read_text())):
             assert process.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
-        yield found.group(1)
+        yield process, found.group(1), log
     finally:
-        process.terminate()
-        assert process.wait(timeout=30) == 0, log.read_text()
-        assert "stopped (SIGTERM)" in log.read_text()
-        assert "Traceback" not in log.read_text(), log.read_text()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def assert_stopped_cleanly(process: subprocess.Popen, log: Path, within_s: float) -> None:
+    """``process`` got SIGTERM: it must exit within ``within_s`` seconds, with status 0 and no traceback."""
+    assert process.wait(timeout=within_s) == 0, log.read_text()
+    assert "stopped (SIGTERM)" in log.read_text()
+    assert "Traceback" not in log.read_text(), log.read_text()
+
+
+@contextlib.contextmanager
+def http_server(tmp_path: Path, *options: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """A ``prism-memory OPTIONS mcp --transport http --port 0 --tokens tokens.toml`` process (:func:`http_process`);
+    yields its endpoint URL. Stopped with SIGTERM, it must shut down cleanly: exit status 0, no traceback."""
+    with http_process(tmp_path, *options, env=env) as (process, url, log):
+        try:
+            yield url
+        finally:
+            process.terminate()
+            assert_stopped_cleanly(process, log, 30)
 
 
 @contextlib.asynccontextmanager
@@ -720,3 +741,39 @@ async def test_a_stopped_server_releases_the_embedded_database(tmp_path):
         stopped = subprocess.run(mcp_command("server", "stop"), env=env, capture_output=True, text=True, timeout=60)
     assert "stopped the embedded PostgreSQL" in stopped.stdout, stopped
     assert not (tmp_path / "pgdata" / "postmaster.pid").exists()
+
+
+async def open_streams(http: httpx2.AsyncClient, url: str, token: str, count: int) -> list[httpx2.Response]:
+    """``count`` idle GET event streams of ``url`` opened at once with ``token`` (their headers read, bodies not)."""
+    headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream"}
+    return list(await asyncio.gather(*[http.send(http.build_request("GET", url, headers=headers), stream=True)
+                                       for _ in range(count)]))
+
+
+async def test_sigterm_stops_an_http_server_whatever_event_streams_are_open(tmp_path):
+    """100 idle GET event streams (50 per token, under a --max-streams of 50) do not hold the server up: SIGTERM
+    ends it within a few seconds, cleanly, and every stream ends with it. One stream over a token's bound, and
+    any call of that token while it holds them all, gets 429 with a JSON error; the other token is not affected."""
+    tokens = write_tokens(tmp_path)
+    with http_process(tmp_path, "--backend", "memory", serve_options=("--max-streams", "50")) as (process, url, log):
+        limits = httpx2.Limits(max_connections=None, max_keepalive_connections=None)
+        async with httpx2.AsyncClient(timeout=httpx2.Timeout(10), limits=limits) as http:
+            streams = [*await open_streams(http, url, tokens["acme"], 50), *await open_streams(http, url, tokens["acme-corp"], 50)]
+            assert [stream.status_code for stream in streams] == [200] * 100
+            [beyond] = await open_streams(http, url, tokens["acme"], 1)
+            call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+            refused_call = await http.post(url, json=call, headers={"Authorization": f"Bearer {tokens['acme']}",
+                                                                     "Accept": "application/json, text/event-stream"})
+            for refused in (beyond, refused_call):
+                assert refused.status_code == 429 and "open requests" in json.loads(await refused.aread())["error"]
+            await streams[-1].aclose()  # the other token, one below its bound again: served
+            async with http_session(url, tokens["acme-corp"]) as corp:
+                assert (await corp.ok("remember", entries=["Prefers green tea"]))["stored"] == 1
+            started = time.monotonic()
+            process.terminate()
+            await asyncio.to_thread(assert_stopped_cleanly, process, log, 10)
+            stopped_s = time.monotonic() - started
+            ends = await asyncio.wait_for(asyncio.gather(*[stream.aread() for stream in streams[:-1]],
+                                                         return_exceptions=True), 10)
+    assert stopped_s < 5, stopped_s
+    assert not [end for end in ends if isinstance(end, BaseException) and not isinstance(end, httpx2.HTTPError)]
