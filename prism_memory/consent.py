@@ -14,7 +14,7 @@ from .errors import InvalidEntryError, LimitExceededError
 from .export import EXPORT_LIMITS, check_export_caps, decode_cursor
 from .lifecycle import DELETE_BATCH
 from .memory_base import MemoryBase
-from .types import ConsentChange, ExportPage, MemoryEntry, MemoryRecord, Scope
+from .types import ConsentChange, ExportPage, ForgetCount, MemoryEntry, MemoryRecord, Scope
 
 
 class ConsentOperations(MemoryBase):
@@ -61,13 +61,14 @@ class ConsentOperations(MemoryBase):
         await self._writes.settle("correct")
         return await lifecycle.correct(self._config, thread, entry_id, item.text)
 
-    async def forget(self, ids: Sequence[str], hold: bool = False, erase_derived: bool = False) -> int:
+    async def forget(self, ids: Sequence[str], hold: bool = False, erase_derived: bool = False) -> ForgetCount:
         """Really delete entries, or put them under legal hold.
 
         ``ids``: 1 to 64 entry ids (one delete batch). First the
         entries and their lineage dependents are tombstoned, then
         ``on_invalidate`` runs, then the bodies are deleted; returns how many
-        were deleted. With ``erase_derived=True`` the bodies of the dependents
+        were deleted, a :class:`ForgetCount` (an ``int``) whose ``not_found``
+        lists the ids that named no entry of this thread. With ``erase_derived=True`` the bodies of the dependents
         (entries derived from the forgotten ones, transitively, e.g. a summary
         quoting a deleted fact) are deleted too, not only tombstoned. With
         ``hold=True`` nothing is deleted (returns 0): the entries are kept under

@@ -25,6 +25,7 @@ from .types import (
     ConsentChange,
     EntryRecord,
     ExportPage,
+    ForgetCount,
     MemoryEntry,
     MemoryRecord,
     RebuildResult,
@@ -103,7 +104,7 @@ async def correct(config: MemoryConfig, thread: Scope, entry_id: str, text: str)
     return config.redaction.record(record)
 
 
-async def forget(config: MemoryConfig, thread: Scope, ids: list[str], hold: bool, erase_derived: bool = False) -> int:
+async def forget(config: MemoryConfig, thread: Scope, ids: list[str], hold: bool, erase_derived: bool = False) -> ForgetCount:
     """Tombstone ``ids`` (1 to :data:`DELETE_BATCH` unique ids) and their dependents, run the hook, then delete.
 
     With ``hold`` the entries are put under legal hold instead and nothing is
@@ -111,19 +112,22 @@ async def forget(config: MemoryConfig, thread: Scope, ids: list[str], hold: bool
     ``erase_derived``, of every entry the lineage walk tombstoned because of
     them (derived copies of what is forgotten), :data:`DELETE_BATCH` ids per
     store call; held entries are never deleted. Returns how many bodies were
-    deleted. The tombstones land in one transaction first, so an interrupted
+    deleted, with the ``ids`` the store's walk did not reach (no entry of the
+    thread) as ``not_found``. The tombstones land in one transaction first, so an interrupted
     erasure leaves only tombstoned (never injected) bodies, and calling again
     finishes it.
     """
     invalidated = await config.vector_store.invalidate(thread, ids, "held" if hold else "deleted", now=config.now())
     await run_invalidation_hook(config, invalidated)
+    reached = set(invalidated)
+    not_found = tuple(entry_id for entry_id in ids if entry_id not in reached)
     if hold:
-        return 0
+        return ForgetCount(0, not_found)
     doomed = list(dict.fromkeys([*ids, *invalidated])) if erase_derived else ids
     deleted = 0
     for start in range(0, len(doomed), DELETE_BATCH):
         deleted += await config.vector_store.purge(thread, doomed[start : start + DELETE_BATCH])
-    return deleted
+    return ForgetCount(deleted, not_found)
 
 
 async def apply_retention(

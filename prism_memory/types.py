@@ -213,6 +213,19 @@ class RetentionResult:
     scanned: int
 
 
+class ForgetCount(int):
+    """What :meth:`Memory.forget` returns: how many entry bodies it deleted (an ``int``, compared and added as
+    one), and ``not_found``, the ids given that named no entry of the thread (never stored there, already
+    deleted, or in another thread), in the order given."""
+
+    not_found: tuple[str, ...]
+
+    def __new__(cls, deleted: int, not_found: tuple[str, ...] = ()) -> ForgetCount:
+        count = super().__new__(cls, deleted)
+        count.not_found = tuple(not_found)
+        return count
+
+
 @dataclass(frozen=True, slots=True)
 class RecallScoringOptions:
     """Opt-in composite recall scoring.

@@ -42,6 +42,8 @@ class ConsentChoice(_Strict):
 
 
 Thread = Annotated[str | None, Field(description="A thread of this user's memory (default: the server's thread).")]
+EntryThread = Annotated[str | None, Field(
+    description="The thread the entries are in: a recall hit's thread (default: the server's thread).")]
 EntryId = Annotated[str, Field(description="An entry id, as remember or recall returned it.")]
 EntryIds = Annotated[list[str], Field(min_length=1, max_length=64, description="1 to 64 entry ids.")]
 Cursor = Annotated[str | None, Field(description="next_cursor of the previous page; omit for the first page.")]

@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.tools import Tool
 from pydantic import Field
 
-from ..errors import InvalidEntryError, WorkingMemoryValidationError
+from ..errors import EntryNotFoundError, InvalidEntryError, WorkingMemoryValidationError
 from ..export import export_json
 from ..memory import Memory
 from ..redaction import Redaction
@@ -29,6 +30,7 @@ from .models import (
     Entry,
     EntryId,
     EntryIds,
+    EntryThread,
     Exported,
     Forgotten,
     Held,
@@ -222,27 +224,35 @@ def entry_tools(context: ToolContext) -> list[Tool]:
     async def correct(
         entry_id: EntryId,
         text: Annotated[str, Field(description="The corrected text.")],
-        thread: Thread = None,
+        thread: EntryThread = None,
     ) -> Entry:
-        """Replace an entry's text (facts derived from it are retracted)."""
-        with tool_errors(context.redaction):
+        """Replace an entry's text (facts derived from it are retracted). An id not in the thread is an error."""
+        with tool_errors(context.redaction), thread_hint():
             memory = context.thread(thread)
             return Entry.of(await memory.correct(entry_id, text), memory.config.scope.thread_id)
 
-    async def forget(ids: EntryIds, thread: Thread = None) -> Forgotten:
-        """Delete entries for good (and retract what was derived from them). Returns how many were deleted."""
+    async def forget(ids: EntryIds, thread: EntryThread = None) -> Forgotten:
+        """Delete entries of one thread for good (and retract what was derived from them). Returns how many were
+        deleted; ids that name no entry of the thread are an error (the others are still forgotten)."""
         with tool_errors(context.redaction):
             memory = context.thread(thread)
-            return Forgotten(thread=memory.config.scope.thread_id, deleted=await memory.forget(ids))
+            deleted = await memory.forget(ids)
+            name = memory.config.scope.thread_id
+            if deleted.not_found:
+                rest = (f"the other ids were forgotten ({deleted} deleted)" if len(deleted.not_found) < len(set(ids))
+                        else "nothing was forgotten")
+                raise EntryNotFoundError(f"no entry {', '.join(deleted.not_found)} in thread {name!r}{THREAD_HINT}; {rest}")
+            return Forgotten(thread=name, deleted=deleted)
 
     async def set_consent(
         entry_id: EntryId,
         visible: Annotated[bool | None, Field(description="false revokes (hidden from recall), true grants again.")] = None,
         scope: Annotated[Literal["thread", "profile", "user"] | None, Field(description="How far the entry may travel.")] = None,
-        thread: Thread = None,
+        thread: EntryThread = None,
     ) -> Entry:
-        """Grant or revoke the user's consent to use an entry, or change its scope."""
-        with tool_errors(context.redaction):
+        """Grant or revoke the user's consent to use an entry, or change its scope. An id not in the thread is an
+        error."""
+        with tool_errors(context.redaction), thread_hint():
             memory = context.thread(thread)
             if visible is None and scope is None:
                 raise InvalidEntryError("set_consent needs visible or scope")
@@ -259,6 +269,19 @@ def entry_tools(context: ToolContext) -> list[Tool]:
         strict_tool(forget, DESTRUCTIVE_IDEMPOTENT),
         strict_tool(set_consent, DESTRUCTIVE_IDEMPOTENT),
     ]
+
+
+#: What an entry-not-found error adds: recall's hits across threads name theirs, which the tools take.
+THREAD_HINT = " (a recall hit names its thread: pass it as thread)"
+
+
+@contextmanager
+def thread_hint() -> Iterator[None]:
+    """An :class:`EntryNotFoundError` leaves with :data:`THREAD_HINT` added to its message."""
+    try:
+        yield
+    except EntryNotFoundError as exc:
+        raise EntryNotFoundError(f"{exc}{THREAD_HINT}") from None
 
 
 def operator_tools(context: ToolContext) -> list[Tool]:

@@ -349,7 +349,7 @@ async def test_correct_set_consent_and_forget(backends):
         after_revoke = await call.ok("recall", query="nurse", top_k=8)
         granted = await call.ok("set_consent", entry_id="e2", visible=True, scope="profile")
         forgotten = await call.ok("forget", ids=["e2", "e2"])
-        again = await call.ok("forget", ids=["e2"])
+        again = await call.failed("forget", ids=["e2"])
         after_forget = await call.ok("recall", query="nurse", top_k=8)
         missing = {
             "correct": await call.failed("correct", entry_id="nope", text="x"),
@@ -368,11 +368,83 @@ async def test_correct_set_consent_and_forget(backends):
     assert [hit["id"] for hit in result["after_revoke"]["hits"]] == ["e1"]
     assert (result["granted"]["consent"]["visible"], result["granted"]["consent"]["scope"]) == (True, "profile")
     assert result["forgotten"] == {"thread": "thread-1", "deleted": 1}
-    assert result["again"] == {"thread": "thread-1", "deleted": 0}
+    assert result["again"].error == "EntryNotFoundError" and "nothing was forgotten" in result["again"].text
     assert [hit["id"] for hit in result["after_forget"]["hits"]] == ["e1"]
     assert {case: failure.error for case, failure in result["missing"].items()} == {
         "correct": "EntryNotFoundError", "set_consent": "EntryNotFoundError", "nothing to change": "InvalidEntryError",
     }
+
+
+async def test_entries_recalled_from_another_thread_are_changed_in_their_thread(backends):
+    """A hit recalled across threads is corrected, has its consent changed and is forgotten by passing its thread;
+    without it, each of those tools answers "not found" (a tool error naming the id and how to pass the thread),
+    never success, and the entry is still recalled. A forget with ids of two threads forgets the ones of the
+    thread it names and reports the rest."""
+    async def scenario(call, backend):
+        await call.ok("remember", entries=["Drinks green tea at breakfast"])
+        await call.ok("remember", entries=["Brews oolong tea on weekends", "Grows mint for tea"], thread="thread-2",
+                      consent={"scope": "user"})
+        across = await call.ok("recall", query="tea", top_k=8, across_threads=True)
+        here = {"correct": await call.failed("correct", entry_id="e2", text="Brews black tea"),
+                "set_consent": await call.failed("set_consent", entry_id="e2", visible=False),
+                "forget": await call.failed("forget", ids=["e2"])}
+        still = await call.ok("recall", query="oolong", top_k=8, across_threads=True)
+        corrected = await call.ok("correct", entry_id="e2", text="Brews black tea on weekends", thread="thread-2")
+        revoked = await call.ok("set_consent", entry_id="e3", visible=False, thread="thread-2")
+        mixed = await call.failed("forget", ids=["e2", "e1"], thread="thread-2")
+        after = await call.ok("recall", query="tea", top_k=8, across_threads=True)
+        return {"across": across, "here": here, "still": still, "corrected": corrected, "revoked": revoked,
+                "mixed": mixed, "after": after, "left": [await call.count(), await call.count("thread-2")]}
+
+    result = await on_both(backends, scenario)
+    assert sorted((hit["id"], hit["thread"]) for hit in result["across"]["hits"]) == [
+        ("e1", "thread-1"), ("e2", "thread-2"), ("e3", "thread-2")]
+    for tool, failure in result["here"].items():
+        assert failure.error == "EntryNotFoundError", tool
+        assert "e2" in failure.text and "pass it as thread" in failure.text, tool
+    assert "e2" in [hit["id"] for hit in result["still"]["hits"]]
+    assert (result["corrected"]["thread"], result["corrected"]["text"]) == ("thread-2", "Brews black tea on weekends")
+    assert result["revoked"]["consent"]["visible"] is False
+    assert result["mixed"].error == "EntryNotFoundError"
+    assert "no entry e1 in thread 'thread-2'" in result["mixed"].text and "(1 deleted)" in result["mixed"].text
+    assert [hit["id"] for hit in result["after"]["hits"]] == ["e1"]
+    assert result["left"] == [1, 0]  # e3 was revoked, so it is not listed; e2 is gone
+
+
+async def test_a_thread_argument_never_leaves_the_tokens_resource(backends):
+    """Servers of look-alike scopes (user_1 and user-1 of acme, and user_1 of acme-corp) over the same stores,
+    with the same entry ids and thread names: naming the other scope's thread reaches this scope's thread of
+    that name, so the other's entries are "not found" for forget, correct and set_consent, and stay intact."""
+    scopes = {"acme user_1": server_scope("acme", "user_1", "notes"), "acme user-1": server_scope("acme", "user-1", "notes"),
+              "acme-corp user_1": server_scope("acme-corp", "user_1", "notes")}
+
+    async def scenario(backend):
+        directory = MemoryDirectory({None: (backend.vector_store, backend.working_store)}, backend.embedder)
+        servers = {name: create_mcp_server(directory, lambda scope=scope: scope, entry_ids=lambda: "same-id")
+                   for name, scope in scopes.items()}
+        outcome = {}
+        async with Client(servers["acme user-1"]) as a, Client(servers["acme-corp user_1"]) as b, \
+                Client(servers["acme user_1"]) as mine:
+            for other in (Caller(a), Caller(b)):
+                await other.ok("remember", entries=["a secret of a look-alike scope"], thread="shared", consent={"scope": "user"})
+            call = Caller(mine)
+            for thread in ("shared", "notes"):
+                outcome[f"forget {thread}"] = await call.failed("forget", ids=["same-id"], thread=thread)
+                outcome[f"correct {thread}"] = await call.failed("correct", entry_id="same-id", text="x", thread=thread)
+                outcome[f"consent {thread}"] = await call.failed("set_consent", entry_id="same-id", visible=False, thread=thread)
+            outcome["mine"] = await call.ok("recall", query="secret", top_k=8, across_threads=True)
+            outcome["intact"] = [(await Caller(other).ok("recall", query="secret", thread="shared"))["hits"][0]["text"]
+                                 for other in (a, b)]
+        return outcome
+
+    outcomes = [await scenario(backend) for backend in backends.each]
+    assert_same(*[without_times(_types_only(outcome)) for outcome in outcomes], "outcome")
+    for outcome in outcomes:
+        for key, value in outcome.items():
+            if key.split()[0] in ("forget", "correct", "consent"):
+                assert value.error == "EntryNotFoundError", key
+        assert outcome["mine"]["hits"] == []
+        assert outcome["intact"] == ["a secret of a look-alike scope"] * 2
 
 
 async def test_admin_tools(backends):
@@ -736,7 +808,7 @@ async def test_one_scope_sees_nothing_of_a_look_alike_scope(backends):
                 outcome[f"list {thread}"] = await acme_call.ok("list_memories", **args)
                 outcome[f"correct {thread}"] = await acme_call.failed("correct", entry_id="corp-1", text="hacked", **args)
                 outcome[f"consent {thread}"] = await acme_call.failed("set_consent", entry_id="bob-1", visible=False, **args)
-                outcome[f"forget {thread}"] = await acme_call.ok("forget", ids=["corp-1", "corp-2", "bob-1"], **args)
+                outcome[f"forget {thread}"] = await acme_call.failed("forget", ids=["corp-1", "corp-2", "bob-1"], **args)
                 outcome[f"never existed {thread}"] = await acme_call.failed("correct", entry_id="corp-9", text="x", **args)
             outcome["working"] = await acme_call.ok("get_working_memory")
             outcome["corp intact"] = await corp_call.ok("recall", query="merger salaries", top_k=32)
@@ -750,7 +822,8 @@ async def test_one_scope_sees_nothing_of_a_look_alike_scope(backends):
             assert outcome[f"recall {thread}"]["hits"] == [] and outcome[f"recall {thread}"]["adjacent"] == []
             assert outcome[f"across {thread}"]["hits"] == [] and outcome[f"across {thread}"]["adjacent"] == []
             assert outcome[f"list {thread}"]["entries"] == []
-            assert outcome[f"forget {thread}"]["deleted"] == 0
+            assert outcome[f"forget {thread}"].error == "EntryNotFoundError"
+            assert "nothing was forgotten" in outcome[f"forget {thread}"].text
             guessed, never = outcome[f"correct {thread}"], outcome[f"never existed {thread}"]
             assert (guessed.error, never.error) == ("EntryNotFoundError", "EntryNotFoundError")
             assert guessed.text.replace("corp-1", "ID") == never.text.replace("corp-9", "ID")
