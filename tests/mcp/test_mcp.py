@@ -8,6 +8,7 @@ against the real thing in tests/mcp/test_mcp_transports.py.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import re
@@ -277,6 +278,66 @@ async def test_remember_recall_and_list(backends):
     assert (listed["e4"]["consent"]["scope"], listed["e4"]["importance"]) == ("user", 0.25)
     assert listed["e3"]["metadata"]["_lineage"] == {"sourceIds": ["e2"]}
     assert [entry["id"] for entry in result["elsewhere"]["entries"]] == ["e5"]
+
+
+class LateAnswers:
+    """A vector store whose writes commit, then take ``delay_s`` seconds to return: a client that gives up
+    first never learns that its call stored the entries."""
+
+    def __init__(self, store: Any, delay_s: float) -> None:
+        self.inner = store
+        self.delay_s = delay_s
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def remember(self, *args: Any, **kwargs: Any) -> Any:
+        written = await self.inner.remember(*args, **kwargs)
+        await asyncio.sleep(self.delay_s)
+        return written
+
+
+async def test_a_retried_remember_with_an_idempotency_key_stores_its_entries_once(backends):
+    """A remember whose answer the client gave up on had committed; retried without a key it stores copies,
+    retried with the same idempotency_key it stores the same entries again (same ids, one of each). The same
+    key with other texts, or in another thread, names other entries and overwrites none."""
+    async def scenario(backend):
+        store = LateAnswers(backend.vector_store, 0.5)
+        directory = MemoryDirectory({None: (store, backend.working_store)}, backend.embedder)
+        async with Client(create_mcp_server(directory, lambda: SCOPE)) as client:
+            call = Caller(client)
+            outcome = {}
+            for key in (None, "call-7f3a"):
+                thread = "plain" if key is None else "keyed"
+                arguments = {"entries": ["Prefers green tea", {"text": "Has a dog", "metadata": {"n": 1}}], "thread": thread,
+                             **({} if key is None else {"idempotency_key": key})}
+                with pytest.raises(MCPError):
+                    await client.call_tool("remember", arguments, read_timeout_seconds=0.1)
+                store.delay_s = 0
+                retried = await call.ok("remember", **arguments)
+                again = await call.ok("remember", **arguments)
+                outcome[thread] = {"same ids": retried["ids"] == again["ids"],
+                                   "stored": [(entry["id"] in retried["ids"], entry["text"], entry["metadata"])
+                                              for entry in (await call.ok("list_memories", thread=thread))["entries"]]}
+                store.delay_s = 0.5
+            store.delay_s = 0
+            other_text = await call.ok("remember", entries=["Prefers black tea", "Has a dog"], thread="keyed",
+                                       idempotency_key="call-7f3a")
+            other_thread = await call.ok("remember", entries=["Prefers green tea"], idempotency_key="call-7f3a")
+            outcome["reused key"] = {"other text": other_text["ids"], "other thread": other_thread["ids"],
+                                     "keyed": [entry["id"] for entry in (await call.ok("list_memories", thread="keyed"))["entries"]]}
+        return outcome
+
+    outcomes = [await scenario(backend) for backend in backends.each]
+    assert_same(*outcomes, "outcome")  # keyed ids depend only on the scope, key, position and text
+    outcome = outcomes[0]
+    assert [text for _, text, _ in outcome["plain"]["stored"]] == ["Prefers green tea", "Has a dog"] * 3
+    assert outcome["keyed"] == {"same ids": True, "stored": [(True, "Prefers green tea", {}), (True, "Has a dog", {"n": 1})]}
+    reused = outcome["reused key"]
+    keyed_before = reused["keyed"][:2]
+    assert reused["other text"][0] not in keyed_before and reused["other text"][1] == keyed_before[1]
+    assert reused["other thread"][0] != keyed_before[0]
+    assert len(reused["keyed"]) == 3  # the new text is a new entry; "Has a dog" at position 2 is the same entry
 
 
 async def test_recall_across_threads_follows_consent_scope(backends):
