@@ -249,3 +249,36 @@ def test_harness_reports_unmarked_blocks_it_cannot_run():
     assert [problem.split(": ", 1)[1][:24] for problem in problems] == ["<!-- not-run --> needs a", "unknown marker <!-- not-"]
     runs, problems = sample_runs("<!-- not-run: installs packages -->\n```bash\npip install x\n```\n")
     assert runs == [] and problems == []
+
+
+def table_cells(line: str) -> int:
+    """The cells of a Markdown table row: ``|``-separated, a ``\\|`` being a literal bar inside a cell."""
+    row = line.strip()
+    row = row[1:] if row.startswith("|") else row
+    row = row[:-1] if row.endswith("|") and not row.endswith("\\|") else row
+    return len(re.split(r"(?<!\\)\|", row))
+
+
+def misshapen_table_rows(text: str) -> list[str]:
+    """The rows of ``text``'s Markdown tables (outside fenced blocks) whose cells differ in number from their
+    table's header row, as ``line N: M cells, header H``."""
+    problems, header, fenced = [], None, False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if fenced or not line.lstrip().startswith("|"):
+            header = None
+            continue
+        cells = table_cells(line)
+        if header is None:
+            header = cells
+        elif cells != header:
+            problems.append(f"line {number}: {cells} cells, header {header}")
+    return problems
+
+
+def test_every_table_row_has_its_headers_number_of_cells():
+    problems = {path.name: misshapen_table_rows(path.read_text()) for path in DOCUMENTS}
+    assert {name: rows for name, rows in problems.items() if rows} == {}
+    assert misshapen_table_rows("| a | b |\n| --- | --- |\n| `x\\|y` | z |\n| one | two | three |\n") == [
+        "line 4: 3 cells, header 2"]
