@@ -1,12 +1,18 @@
-"""An MCP client for tests: tool calls through the SDK's ``Client``, their failures, and results without times."""
+"""An MCP client for tests: tool calls through the SDK's ``Client``, their failures, and results without times; servers
+over a test backend, and scenarios run through a client of each backend's server with their outcomes compared."""
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from mcp import Client
+from prism_memory.mcp_server import MemoryDirectory, create_mcp_server, server_scope
+
+from parity import assert_same
 
 #: Keys whose values are times: each backend stamps its own.
 TIMES = {"created_at", "updated_at", "granted_at", "revoked_at", "createdAt", "updatedAt", "grantedAt", "revokedAt"}
@@ -59,3 +65,47 @@ class Caller:
     async def count(self, thread: str | None = None) -> int:
         page = await self.ok("list_memories", limit=100, **({} if thread is None else {"thread": thread}))
         return len(page["entries"])
+
+
+SCOPE = server_scope("acme", "user-ada", "thread-1")
+TOOLS = ["remember", "recall", "get_working_memory", "update_working_memory", "list_memories", "correct", "forget",
+         "set_consent"]
+ADMIN_TOOLS = ["legal_hold", "apply_retention", "export_memory", "rebuild_index"]
+PROFILE_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
+                  "additionalProperties": False}
+
+
+def server_over(backend, scope=SCOPE, *, admin_tools: bool = False, consent_source: str = "agent", **options):
+    """A server over ``backend``'s stores with ids e1, e2, ... (the same on both backends)."""
+    directory = MemoryDirectory({None: (backend.vector_store, backend.working_store)}, backend.embedder, **options)
+    counter = itertools.count(1)
+    return create_mcp_server(directory, lambda: scope, admin_tools=admin_tools, consent_source=consent_source,
+                             entry_ids=lambda: f"e{next(counter)}")
+
+
+async def on_both(backends, scenario: Callable[[Caller, Any], Awaitable[Any]], **server_options) -> Any:
+    """``scenario(call, backend)`` through a client of a server on each backend; asserts equal outcomes (tool
+    failures by type, times dropped) and returns the emulator's."""
+    outcomes = []
+    for backend in backends.each:
+        async with Client(server_over(backend, **server_options)) as client:
+            outcomes.append(await scenario(Caller(client), backend))
+    comparable = [without_times(types_only(outcome)) for outcome in outcomes]
+    assert_same(comparable[0], comparable[1], "outcome")
+    return outcomes[0]
+
+
+def types_only(value: Any) -> Any:
+    if isinstance(value, ToolFailure):
+        return {"failed": value.error}
+    if isinstance(value, dict):
+        return {key: types_only(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [types_only(item) for item in value]
+    return value
+
+
+async def listing(call: Caller) -> dict[str, Any]:
+    listed = await call.client.list_tools()
+    return {tool.name: tool.model_dump(include={"input_schema", "output_schema", "annotations", "description"})
+            for tool in listed.tools}

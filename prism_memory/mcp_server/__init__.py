@@ -18,7 +18,8 @@ The modules, one job each: ``scopes`` (a caller's scope), ``directory`` (the mem
 (:func:`create_mcp_server`), ``stdio`` and ``http`` (the transports). This package exports what the CLI and
 hosts use; the tools' models and limits are in their modules. The stdio transport's limits,
 ``STDIO_LINE_LIMIT`` and ``STDIO_DRAIN_S``, are read from ``prism_memory.mcp_server.stdio`` at each use: set them
-there (they are not re-exported here, where setting them would change nothing).
+there (they are not re-exported here, where setting them would change nothing); the HTTP transport's,
+``MAX_STREAMS_PER_TOKEN`` and ``HTTP_DRAIN_S``, likewise from ``prism_memory.mcp_server.http``.
 """
 
 from .directory import MemoryDirectory, open_stores

@@ -41,8 +41,8 @@ def create_mcp_server(
     with 401). Tools: ``remember``, ``recall``, ``get_working_memory``, ``update_working_memory``,
     ``list_memories``, ``correct``, ``forget``, ``set_consent``; with ``admin_tools`` also ``legal_hold``,
     ``apply_retention``, ``export_memory`` and ``rebuild_index``. The ``memory://working`` resource holds
-    the rendered working memory; the ``memory_context`` prompt returns the context provider's inert blocks
-    for a query. New entries carry explicit consent with ``consent_source`` and ids from ``entry_ids()``.
+    the rendered working memory, and with a working-memory schema ``memory://working/schema`` holds that
+    schema; the ``memory_context`` prompt returns the context provider's inert blocks for a query. New entries carry explicit consent with ``consent_source`` and ids from ``entry_ids()``.
     """
     context = ToolContext(directory, current_scope, consent_source, entry_ids)
     tools = [*remembering_tools(context), *working_memory_tools(context), *entry_tools(context)]

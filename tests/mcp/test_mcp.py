@@ -8,14 +8,10 @@ against the real thing in tests/mcp/test_mcp_transports.py.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import json
 import re
 import secrets
 import warnings
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 import psycopg
 import pytest
@@ -30,53 +26,27 @@ from prism_memory.types import MemoryLimits
 from pydantic import BaseModel
 
 from conftest import CITUS, TEST_CONFIG, TEST_DIMENSIONS
-from mcp_client import Caller, ToolFailure, without_times
+from mcp_client import (
+    ADMIN_TOOLS,
+    PROFILE_SCHEMA,
+    SCOPE,
+    TOOLS,
+    Caller,
+    ToolFailure,
+    listing,
+    on_both,
+    types_only,
+    without_times,
+)
 from parity import assert_same
 from roles import as_role
-
-SCOPE = server_scope("acme", "user-ada", "thread-1")
-TOOLS = ["remember", "recall", "get_working_memory", "update_working_memory", "list_memories", "correct", "forget",
-         "set_consent"]
-ADMIN_TOOLS = ["legal_hold", "apply_retention", "export_memory", "rebuild_index"]
-PROFILE_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
-                  "additionalProperties": False}
-
-
-def server_over(backend, scope=SCOPE, *, admin_tools: bool = False, consent_source: str = "agent", **options):
-    """A server over ``backend``'s stores with ids e1, e2, ... (the same on both backends)."""
-    directory = MemoryDirectory({None: (backend.vector_store, backend.working_store)}, backend.embedder, **options)
-    counter = itertools.count(1)
-    return create_mcp_server(directory, lambda: scope, admin_tools=admin_tools, consent_source=consent_source,
-                             entry_ids=lambda: f"e{next(counter)}")
-
-
-async def on_both(backends, scenario: Callable[[Caller, Any], Awaitable[Any]], **server_options) -> Any:
-    """``scenario(call, backend)`` through a client of a server on each backend; asserts equal outcomes (tool
-    failures by type, times dropped) and returns the emulator's."""
-    outcomes = []
-    for backend in backends.each:
-        async with Client(server_over(backend, **server_options)) as client:
-            outcomes.append(await scenario(Caller(client), backend))
-    comparable = [without_times(_types_only(outcome)) for outcome in outcomes]
-    assert_same(comparable[0], comparable[1], "outcome")
-    return outcomes[0]
-
-
-def _types_only(value: Any) -> Any:
-    if isinstance(value, ToolFailure):
-        return {"failed": value.error}
-    if isinstance(value, dict):
-        return {key: _types_only(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_types_only(item) for item in value]
-    return value
 
 
 # -- the surface -------------------------------------------------------------------------------------
 
 
 async def test_tools_their_schemas_and_annotations(backends):
-    tools = await on_both(backends, lambda call, backend: _listing(call))
+    tools = await on_both(backends, lambda call, backend: listing(call))
     assert list(tools) == TOOLS
     for name, tool in tools.items():
         schema = tool["input_schema"]
@@ -99,7 +69,7 @@ async def test_tools_their_schemas_and_annotations(backends):
     assert tools["recall"]["input_schema"]["required"] == ["query"]
     assert tools["forget"]["input_schema"]["properties"]["ids"]["maxItems"] == 64
 
-    admin = await on_both(backends, lambda call, backend: _listing(call), admin_tools=True)
+    admin = await on_both(backends, lambda call, backend: listing(call), admin_tools=True)
     assert list(admin) == TOOLS + ADMIN_TOOLS
     assert admin["legal_hold"]["annotations"]["destructive_hint"] is True
     assert admin["export_memory"]["annotations"]["read_only_hint"] is True
@@ -147,85 +117,6 @@ def test_published_output_schemas_judge_as_pydantic_s_do():
                     for schema in (original, compact)]
         assert verdicts[0] == verdicts[1], model
         assert True in verdicts[0] and False in verdicts[0], model  # the cases tell valid from broken
-
-
-async def _listing(call: Caller) -> dict[str, Any]:
-    listed = await call.client.list_tools()
-    return {tool.name: tool.model_dump(include={"input_schema", "output_schema", "annotations", "description"})
-            for tool in listed.tools}
-
-
-def _schema_problems(node: Any, where: str = "") -> list[str]:
-    """Where an input schema uses a form some clients refuse: ``$ref``, ``$defs``, or ``null`` in an ``anyOf``
-    or a ``type`` list."""
-    problems = []
-    if isinstance(node, dict):
-        problems += [f"{where}/{key}" for key in ("$ref", "$defs") if key in node]
-        if any(choice.get("type") == "null" for choice in node.get("anyOf", []) if isinstance(choice, dict)):
-            problems.append(f"{where}/anyOf: null")
-        if isinstance(node.get("type"), list) and "null" in node["type"]:
-            problems.append(f"{where}/type: null")
-        for key, value in node.items():
-            problems += _schema_problems(value, f"{where}/{key}")
-    elif isinstance(node, list):
-        for number, value in enumerate(node):
-            problems += _schema_problems(value, f"{where}/{number}")
-    return problems
-
-
-async def test_input_schemas_are_inline_and_optional_means_not_required(backends):
-    """Every tool's input schema, as a real client lists it, has no $ref, $defs or null choice (forms some
-    clients refuse): an optional argument is one not required. remember requires its entries, and the
-    server still takes an explicit null for an optional argument."""
-    async def scenario(call, backend):
-        tools = await _listing(call)
-        explicit_null = await call.ok("recall", query="tea", thread=None, top_k=None)
-        return {"tools": tools, "explicit_null": explicit_null}
-
-    listed = await on_both(backends, scenario, admin_tools=True)
-    tools = listed["tools"]
-    assert list(tools) == TOOLS + ADMIN_TOOLS
-    problems = {name: _schema_problems(tool["input_schema"]) for name, tool in tools.items()}
-    assert problems == {name: [] for name in tools}
-    remember = tools["remember"]["input_schema"]
-    assert remember["required"] == ["entries"] and "texts" not in remember["properties"]
-    assert [choice["type"] for choice in remember["properties"]["entries"]["items"]["anyOf"]] == ["string", "object"]
-    assert "required" not in tools["list_memories"]["input_schema"]
-    assert tools["recall"]["input_schema"]["properties"]["top_k"] == {
-        "type": "integer", "minimum": 1, "maximum": 32, "description": "Hits to return (default 8)."}
-    assert listed["explicit_null"]["thread"] == "thread-1"
-
-
-async def test_results_are_compact_json(backends):
-    """A tool result's text is its structured content as compact JSON (no indentation, no spaces)."""
-    async def scenario(call, backend):
-        results = [await call.client.call_tool("remember", {"entries": ["Prefers green tea", {"text": "Has a dog"}]}),
-                   await call.client.call_tool("recall", {"query": "tea"}),
-                   await call.client.call_tool("list_memories", {})]
-        return [[result.content[0].text == json.dumps(result.structured_content, separators=(",", ":"), ensure_ascii=False),
-                 len(result.content[0].text) < len(json.dumps(result.structured_content, indent=2))] for result in results]
-
-    assert await on_both(backends, scenario) == [[True, True]] * 3
-
-
-async def test_the_working_memory_schema_is_in_the_update_tool_and_a_resource(backends):
-    """With a working-memory schema the model sees it before its first update: quoted in
-    update_working_memory's description (a long one is named by resource instead) and served as
-    memory://working/schema."""
-    async def scenario(call, backend):
-        description = (await _listing(call))["update_working_memory"]["description"]
-        schema = await call.client.read_resource("memory://working/schema")
-        return {"description": description, "schema": json.loads(schema.contents[0].text)}
-
-    listed = await on_both(backends, scenario, schema=PROFILE_SCHEMA)
-    assert listed["schema"] == PROFILE_SCHEMA
-    assert listed["description"].endswith(json.dumps(PROFILE_SCHEMA, separators=(",", ":")))
-    long_schema = {**PROFILE_SCHEMA, "description": "x" * 5000}
-    listed = await on_both(backends, scenario, schema=long_schema)
-    assert "memory://working/schema" in listed["description"] and "x" * 100 not in listed["description"]
-    assert listed["schema"] == long_schema
-    plain = await on_both(backends, lambda call, backend: _listing(call))
-    assert "any object" in plain["update_working_memory"]["description"]
 
 
 async def test_the_resource_and_the_prompt_are_listed(backends):
@@ -278,66 +169,6 @@ async def test_remember_recall_and_list(backends):
     assert (listed["e4"]["consent"]["scope"], listed["e4"]["importance"]) == ("user", 0.25)
     assert listed["e3"]["metadata"]["_lineage"] == {"sourceIds": ["e2"]}
     assert [entry["id"] for entry in result["elsewhere"]["entries"]] == ["e5"]
-
-
-class LateAnswers:
-    """A vector store whose writes commit, then take ``delay_s`` seconds to return: a client that gives up
-    first never learns that its call stored the entries."""
-
-    def __init__(self, store: Any, delay_s: float) -> None:
-        self.inner = store
-        self.delay_s = delay_s
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    async def remember(self, *args: Any, **kwargs: Any) -> Any:
-        written = await self.inner.remember(*args, **kwargs)
-        await asyncio.sleep(self.delay_s)
-        return written
-
-
-async def test_a_retried_remember_with_an_idempotency_key_stores_its_entries_once(backends):
-    """A remember whose answer the client gave up on had committed; retried without a key it stores copies,
-    retried with the same idempotency_key it stores the same entries again (same ids, one of each). The same
-    key with other texts, or in another thread, names other entries and overwrites none."""
-    async def scenario(backend):
-        store = LateAnswers(backend.vector_store, 0.5)
-        directory = MemoryDirectory({None: (store, backend.working_store)}, backend.embedder)
-        async with Client(create_mcp_server(directory, lambda: SCOPE)) as client:
-            call = Caller(client)
-            outcome = {}
-            for key in (None, "call-7f3a"):
-                thread = "plain" if key is None else "keyed"
-                arguments = {"entries": ["Prefers green tea", {"text": "Has a dog", "metadata": {"n": 1}}], "thread": thread,
-                             **({} if key is None else {"idempotency_key": key})}
-                with pytest.raises(MCPError):
-                    await client.call_tool("remember", arguments, read_timeout_seconds=0.1)
-                store.delay_s = 0
-                retried = await call.ok("remember", **arguments)
-                again = await call.ok("remember", **arguments)
-                outcome[thread] = {"same ids": retried["ids"] == again["ids"],
-                                   "stored": [(entry["id"] in retried["ids"], entry["text"], entry["metadata"])
-                                              for entry in (await call.ok("list_memories", thread=thread))["entries"]]}
-                store.delay_s = 0.5
-            store.delay_s = 0
-            other_text = await call.ok("remember", entries=["Prefers black tea", "Has a dog"], thread="keyed",
-                                       idempotency_key="call-7f3a")
-            other_thread = await call.ok("remember", entries=["Prefers green tea"], idempotency_key="call-7f3a")
-            outcome["reused key"] = {"other text": other_text["ids"], "other thread": other_thread["ids"],
-                                     "keyed": [entry["id"] for entry in (await call.ok("list_memories", thread="keyed"))["entries"]]}
-        return outcome
-
-    outcomes = [await scenario(backend) for backend in backends.each]
-    assert_same(*outcomes, "outcome")  # keyed ids depend only on the scope, key, position and text
-    outcome = outcomes[0]
-    assert [text for _, text, _ in outcome["plain"]["stored"]] == ["Prefers green tea", "Has a dog"] * 3
-    assert outcome["keyed"] == {"same ids": True, "stored": [(True, "Prefers green tea", {}), (True, "Has a dog", {"n": 1})]}
-    reused = outcome["reused key"]
-    keyed_before = reused["keyed"][:2]
-    assert reused["other text"][0] not in keyed_before and reused["other text"][1] == keyed_before[1]
-    assert reused["other thread"][0] != keyed_before[0]
-    assert len(reused["keyed"]) == 3  # the new text is a new entry; "Has a dog" at position 2 is the same entry
 
 
 async def test_recall_across_threads_follows_consent_scope(backends):
@@ -434,78 +265,6 @@ async def test_correct_set_consent_and_forget(backends):
     assert {case: failure.error for case, failure in result["missing"].items()} == {
         "correct": "EntryNotFoundError", "set_consent": "EntryNotFoundError", "nothing to change": "InvalidEntryError",
     }
-
-
-async def test_entries_recalled_from_another_thread_are_changed_in_their_thread(backends):
-    """A hit recalled across threads is corrected, has its consent changed and is forgotten by passing its thread;
-    without it, each of those tools answers "not found" (a tool error naming the id and how to pass the thread),
-    never success, and the entry is still recalled. A forget with ids of two threads forgets the ones of the
-    thread it names and reports the rest."""
-    async def scenario(call, backend):
-        await call.ok("remember", entries=["Drinks green tea at breakfast"])
-        await call.ok("remember", entries=["Brews oolong tea on weekends", "Grows mint for tea"], thread="thread-2",
-                      consent={"scope": "user"})
-        across = await call.ok("recall", query="tea", top_k=8, across_threads=True)
-        here = {"correct": await call.failed("correct", entry_id="e2", text="Brews black tea"),
-                "set_consent": await call.failed("set_consent", entry_id="e2", visible=False),
-                "forget": await call.failed("forget", ids=["e2"])}
-        still = await call.ok("recall", query="oolong", top_k=8, across_threads=True)
-        corrected = await call.ok("correct", entry_id="e2", text="Brews black tea on weekends", thread="thread-2")
-        revoked = await call.ok("set_consent", entry_id="e3", visible=False, thread="thread-2")
-        mixed = await call.failed("forget", ids=["e2", "e1"], thread="thread-2")
-        after = await call.ok("recall", query="tea", top_k=8, across_threads=True)
-        return {"across": across, "here": here, "still": still, "corrected": corrected, "revoked": revoked,
-                "mixed": mixed, "after": after, "left": [await call.count(), await call.count("thread-2")]}
-
-    result = await on_both(backends, scenario)
-    assert sorted((hit["id"], hit["thread"]) for hit in result["across"]["hits"]) == [
-        ("e1", "thread-1"), ("e2", "thread-2"), ("e3", "thread-2")]
-    for tool, failure in result["here"].items():
-        assert failure.error == "EntryNotFoundError", tool
-        assert "e2" in failure.text and "pass it as thread" in failure.text, tool
-    assert "e2" in [hit["id"] for hit in result["still"]["hits"]]
-    assert (result["corrected"]["thread"], result["corrected"]["text"]) == ("thread-2", "Brews black tea on weekends")
-    assert result["revoked"]["consent"]["visible"] is False
-    assert result["mixed"].error == "EntryNotFoundError"
-    assert "no entry e1 in thread 'thread-2'" in result["mixed"].text and "(1 deleted)" in result["mixed"].text
-    assert [hit["id"] for hit in result["after"]["hits"]] == ["e1"]
-    assert result["left"] == [1, 0]  # e3 was revoked, so it is not listed; e2 is gone
-
-
-async def test_a_thread_argument_never_leaves_the_tokens_resource(backends):
-    """Servers of look-alike scopes (user_1 and user-1 of acme, and user_1 of acme-corp) over the same stores,
-    with the same entry ids and thread names: naming the other scope's thread reaches this scope's thread of
-    that name, so the other's entries are "not found" for forget, correct and set_consent, and stay intact."""
-    scopes = {"acme user_1": server_scope("acme", "user_1", "notes"), "acme user-1": server_scope("acme", "user-1", "notes"),
-              "acme-corp user_1": server_scope("acme-corp", "user_1", "notes")}
-
-    async def scenario(backend):
-        directory = MemoryDirectory({None: (backend.vector_store, backend.working_store)}, backend.embedder)
-        servers = {name: create_mcp_server(directory, lambda scope=scope: scope, entry_ids=lambda: "same-id")
-                   for name, scope in scopes.items()}
-        outcome = {}
-        async with Client(servers["acme user-1"]) as a, Client(servers["acme-corp user_1"]) as b, \
-                Client(servers["acme user_1"]) as mine:
-            for other in (Caller(a), Caller(b)):
-                await other.ok("remember", entries=["a secret of a look-alike scope"], thread="shared", consent={"scope": "user"})
-            call = Caller(mine)
-            for thread in ("shared", "notes"):
-                outcome[f"forget {thread}"] = await call.failed("forget", ids=["same-id"], thread=thread)
-                outcome[f"correct {thread}"] = await call.failed("correct", entry_id="same-id", text="x", thread=thread)
-                outcome[f"consent {thread}"] = await call.failed("set_consent", entry_id="same-id", visible=False, thread=thread)
-            outcome["mine"] = await call.ok("recall", query="secret", top_k=8, across_threads=True)
-            outcome["intact"] = [(await Caller(other).ok("recall", query="secret", thread="shared"))["hits"][0]["text"]
-                                 for other in (a, b)]
-        return outcome
-
-    outcomes = [await scenario(backend) for backend in backends.each]
-    assert_same(*[without_times(_types_only(outcome)) for outcome in outcomes], "outcome")
-    for outcome in outcomes:
-        for key, value in outcome.items():
-            if key.split()[0] in ("forget", "correct", "consent"):
-                assert value.error == "EntryNotFoundError", key
-        assert outcome["mine"]["hits"] == []
-        assert outcome["intact"] == ["a secret of a look-alike scope"] * 2
 
 
 async def test_admin_tools(backends):
@@ -791,7 +550,7 @@ async def test_embedder_failures_have_fixed_texts(backends):
                     outcome[case].append(ToolFailure(raised.value.message.split(":")[0], raised.value.message))
                     outcome[case].append(await call.ok("get_working_memory"))
             outcomes.append(outcome)
-    assert_same(*[_types_only(outcome) for outcome in outcomes], "outcome")
+    assert_same(*[types_only(outcome) for outcome in outcomes], "outcome")
     for outcome in outcomes:
         for case, (remembered, recalled, prompt, served) in outcome.items():
             expected = "EmbeddingUnavailableError" if case == "endpoint fails" else "EmbeddingFailedError"
@@ -877,7 +636,7 @@ async def test_one_scope_sees_nothing_of_a_look_alike_scope(backends):
         return outcome
 
     outcomes = [await scenario(backend) for backend in backends.each]
-    assert_same(*[without_times(_types_only(outcome)) for outcome in outcomes], "outcome")
+    assert_same(*[without_times(types_only(outcome)) for outcome in outcomes], "outcome")
     for outcome in outcomes:
         for thread in (None, "merger", "plans"):
             assert outcome[f"recall {thread}"]["hits"] == [] and outcome[f"recall {thread}"]["adjacent"] == []
