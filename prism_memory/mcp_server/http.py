@@ -14,6 +14,8 @@ from typing import Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from mcp.types import INTERNAL_ERROR
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import ConfigurationError
@@ -41,8 +43,8 @@ class StreamLimits:
     stateless server never writes to, and calls still being answered) is refused with 429 and a JSON body
     ``{"error": ...}``. :meth:`close` refuses every new request with 503 and ends the open GET event streams at
     once (each response is finished cleanly, so the client sees its stream end); :meth:`cancel_calls` then ends
-    the calls still running (a call whose answer had not started gets 503, one whose event stream had started
-    sees it end without an answer).
+    the calls still running, each answered (:meth:`Exchange.end`): 503 if its answer had not started, else the
+    JSON-RPC error "the server is shutting down" on its event stream.
     """
 
     def __init__(self, app: ASGIApp, max_streams: int) -> None:
@@ -67,29 +69,18 @@ class StreamLimits:
             return
         self._open[holder] = self._open.get(holder, 0) + 1
         group = self._streams if scope["method"] == "GET" else self._calls
-        response = {"started": False, "complete": False}
-
-        async def noting(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                response["started"] = True
-            elif message["type"] == "http.response.body" and not message.get("more_body", False):
-                response["complete"] = True
-            await send(message)
-
+        exchange = Exchange(receive, send)
         try:
             with anyio.CancelScope() as cancel:
                 group.add(cancel)
-                await self.app(scope, receive, noting)
+                await self.app(scope, exchange.receive, exchange.send)
         finally:
             group.discard(cancel)
             self._open[holder] -= 1
             if not self._open[holder]:
                 del self._open[holder]
-        if cancel.cancelled_caught and not response["complete"]:
-            if response["started"]:
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-            else:
-                await refuse(send, 503, "the server is shutting down; retry later")
+        if cancel.cancelled_caught:
+            await exchange.end()
 
     def close(self) -> None:
         """Refuse new requests (503) and end every open GET event stream now."""
@@ -101,6 +92,59 @@ class StreamLimits:
         """End the calls still being answered."""
         for cancel in list(self._calls):
             cancel.cancel()
+
+
+class Exchange:
+    """One request's ``receive`` and ``send`` as the app sees them, noting what :meth:`end` needs to finish the
+    response if the app is ended early: whether it started (and as an event stream) or completed, and the
+    request's JSON-RPC id (from a body up to the SDK's size limit)."""
+
+    def __init__(self, receive: Receive, send: Send) -> None:
+        self._receive = receive
+        self._send = send
+        self._body: bytearray | None = bytearray()
+        self.started = self.events = self.complete = False
+
+    async def receive(self) -> Message:
+        message = await self._receive()
+        if message["type"] == "http.request" and self._body is not None:
+            self._body += message.get("body", b"")
+            if len(self._body) > DEFAULT_MAX_REQUEST_BODY_SIZE:
+                self._body = None
+        return message
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+            self.events = dict(message.get("headers", [])).get(b"content-type", b"").startswith(b"text/event-stream")
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.complete = True
+        await self._send(message)
+
+    async def end(self) -> None:
+        """Finish the response of an app that was ended: 503 if it had not started; on an event stream, the
+        JSON-RPC error "the server is shutting down" for the request's id, when it had one; then the end."""
+        if self.complete:
+            return
+        if not self.started:
+            await refuse(self._send, 503, "the server is shutting down; retry later")
+            return
+        request_id = self.request_id()
+        body = b""
+        if self.events and request_id is not None:
+            error = {"jsonrpc": "2.0", "id": request_id,
+                     "error": {"code": INTERNAL_ERROR, "message": "the server is shutting down; retry later"}}
+            body = b"event: message\r\ndata: " + json.dumps(error).encode() + b"\r\n\r\n"
+        await self._send({"type": "http.response.body", "body": body, "more_body": False})
+
+    def request_id(self) -> str | int | None:
+        """The JSON-RPC id of the request's body, ``None`` for a notification, a batch or a body not read whole."""
+        try:
+            message = json.loads(bytes(self._body or b""))
+        except ValueError:
+            return None
+        identifier = message.get("id") if isinstance(message, dict) else None
+        return identifier if isinstance(identifier, (str, int)) and not isinstance(identifier, bool) else None
 
 
 async def refuse(send: Send, status: int, error: str) -> None:
