@@ -10,7 +10,7 @@ object: ``ops``, ``failed_after_recovery`` (goal 0), ``lost_writes`` (goal 0),
 
 ``--outage-s S``: instead of the restarts and terminations, the server is
 stopped once, 5 s in, for S seconds, while each client calls once a second;
-the run lasts 5 + S + 15 s and adds ``recovery_after_long_outage_ms`` (the
+the run lasts 5 + S + 15 s (or ``--seconds``) and adds ``recovery_after_long_outage_ms`` (the
 worst client's first success after the server accepts connections again, goal
 at most 2,000).
 
@@ -41,7 +41,7 @@ from chaos import query_cost, run_chaos  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, help="the run's length (default 60; --failover: 20)")
+    parser.add_argument("--seconds", type=float, help="the run's length (default 60; --outage-s S: 5 + S + 15; --failover: 20)")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--restarts", type=int, default=3)
     parser.add_argument("--terminations", type=int, default=2)
@@ -56,11 +56,11 @@ def main() -> None:
     if args.failover:
         failover(args)
         return
-    args.seconds = args.seconds or 60.0
     if args.outage_s:
-        args.seconds, args.restarts, args.terminations = 5 + args.outage_s + 15, 0, 0
+        args.seconds, args.restarts, args.terminations = args.seconds or 5 + args.outage_s + 15, 0, 0
         log(f"{args.clients} clients for {args.seconds:.0f} s, calling once a second; the server stopped for {args.outage_s:.0f} s")
     else:
+        args.seconds = args.seconds or 60.0
         log(f"{args.clients} clients for {args.seconds:.0f} s, {args.restarts} restarts, {args.terminations} terminations")
     result = asyncio.run(run_chaos(clients=args.clients, seconds=args.seconds, restarts=args.restarts,
                                    terminations=args.terminations, seed=args.seed, outage_s=args.outage_s,

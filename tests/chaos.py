@@ -281,6 +281,7 @@ async def _check_writes(result: ChaosResult, acknowledged, stores, memory_for) -
 
 
 async def all_entries(memory) -> list:
+    """Every entry of ``memory``'s thread, through its store's ``list_by_thread``, page by page."""
     records, after = [], None
     while True:
         page = await memory.config.vector_store.list_by_thread(memory.config.scope, after, 200)

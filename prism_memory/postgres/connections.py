@@ -52,8 +52,9 @@ replaces them all at once.
 attempt to connect; psycopg_pool repeats a failed attempt after 1 s, then
 doubles the wait (2 s, 4 s ... 64 s), without a cap, until its
 ``reconnect_timeout`` (5 min). So after an outage of *t* seconds the first
-connection came back up to about *t* seconds after the server did (46.5 s
-after an 80 s outage). :class:`ReconnectingPool` caps that wait at
+connection can come back up to about *t* seconds after the server did: the
+attempts after an 80 s outage fall at 63 s and 127 s, 47 s after the server
+is back. :class:`ReconnectingPool` caps that wait at
 :data:`RECONNECT_DELAY_CAP`: while the server is down each missing
 connection is attempted about once a second (at most ``max_size`` attempts
 a second, each refused at once), and a call made after the server accepts

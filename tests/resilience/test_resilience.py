@@ -242,8 +242,8 @@ async def test_a_server_restart_fails_calls_during_the_outage_and_not_after(rest
                 async with stores.vector_store.transaction():
                     pass
         start()
-        # The pool reconnects with its own backoff (1 s, doubling, while the server was down); the next
-        # call waits for that, up to the pool timeout, instead of failing.
+        # The pool reconnects in the background (attempts at most 1 s apart); the next call waits for
+        # that, up to the pool timeout, instead of failing.
         stores.pool.timeout = 30
         outcomes = await every_call(memory, stores.vector_store)
     finally:
