@@ -150,9 +150,10 @@ async def create_postgres_memory_stores(
     (``await stores.close()``) to end its pool.
 
     ``connection_string`` may list several servers with
-    ``target_session_attrs=read-write`` (``host=h1,h2 port=p1,p2 ...``): the
-    pool then follows a failover to the promoted standby
-    (``docs/operations.md``). A call waits at most ``pool_timeout`` seconds
+    ``target_session_attrs=read-write``
+    (``postgresql://user@/db?host=h1,h2&port=p1,p2&target_session_attrs=read-write``:
+    hosts and ports in the query, which the migrations read too): the pool
+    then follows a failover to the promoted standby (``docs/operations.md``). A call waits at most ``pool_timeout`` seconds
     for a pooled connection. Calls raise :class:`StoreUnavailableError` while
     the database cannot be reached (or took no write: a standby) and
     :class:`StoreClosedError` after ``close()``; a write's connection is
