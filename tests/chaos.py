@@ -18,6 +18,11 @@ other write reuses, so what must have survived is exact:
 - ``recovery_p99_ms``: from the server accepting connections to each
   client's first successful call, p99.
 
+With ``outage_s`` the controller instead stops the server once, 5 s in, for
+``outage_s`` seconds, and each client starts a call at most once a second
+(``pace_s``); ``recovery_after_long_outage_ms`` is then the worst client's
+time from the server accepting connections again to its first successful call.
+
 :func:`query_cost` measures the worst allowed query against a typical one.
 """
 
@@ -69,6 +74,10 @@ class ChaosResult:
         ordered = sorted(self.recoveries_ms)
         return round(ordered[int(0.99 * (len(ordered) - 1))], 1) if ordered else 0.0
 
+    @property
+    def recovery_max_ms(self) -> float:
+        return round(max(self.recoveries_ms), 1) if self.recoveries_ms else 0.0
+
 
 @dataclass
 class Call:
@@ -93,9 +102,15 @@ class EmbeddedServer:
         self.dsn = ensure_database(self.server, "chaos")
         self.admin_dsn = database_url(self.server, "postgres")
 
-    def restart(self) -> None:
+    def stop(self) -> None:
         stop_embedded_server(self.data_dir)
+
+    def start(self) -> None:
         self.server = start_embedded_server(self.data_dir)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
 
     def terminate_backends(self) -> None:
         with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
@@ -121,9 +136,13 @@ class EmbeddedServer:
 
 
 async def run_chaos(
-    *, clients: int = 16, seconds: float = 60.0, restarts: int = 3, terminations: int = 2, seed: int = 7
+    *, clients: int = 16, seconds: float = 60.0, restarts: int = 3, terminations: int = 2, seed: int = 7,
+    outage_s: float = 0.0, pace_s: float = 0.0,
 ) -> ChaosResult:
-    """Run the chaos scenario on a fresh embedded server (removed afterwards); see the module docstring."""
+    """Run the chaos scenario on a fresh embedded server (removed afterwards); see the module docstring.
+
+    ``outage_s``: one stop of that many seconds instead of the restarts and terminations. ``pace_s``: the
+    least time between the starts of a client's calls (0: back to back)."""
     server = EmbeddedServer()
     result = ChaosResult()
     try:
@@ -131,7 +150,8 @@ async def run_chaos(
         stores = await create_postgres_memory_stores(server.dsn, dimensions=DIMENSIONS, skip_migrations=True,
                                                      min_pool_size=4, max_pool_size=clients)
         try:
-            await _run(server, stores, result, clients, seconds, restarts, terminations, seed)
+            events = _events(seconds, restarts, terminations, seed, outage_s)
+            await _run(server, stores, result, clients, seconds, events, outage_s, pace_s, seed)
         finally:
             await stores.close()
     finally:
@@ -139,8 +159,18 @@ async def run_chaos(
     return result
 
 
-async def _run(server, stores, result: ChaosResult, clients: int, seconds: float, restarts: int,
-               terminations: int, seed: int) -> None:
+def _events(seconds: float, restarts: int, terminations: int, seed: int, outage_s: float) -> list[tuple[float, str]]:
+    """``(seconds from the start, event)``: the restarts and terminations shuffled and spread evenly, or the outage."""
+    if outage_s:
+        return [(5.0, "outage")]
+    events = ["restart"] * restarts + ["terminate"] * terminations
+    random.Random(seed).shuffle(events)
+    gap = seconds / (len(events) + 1)
+    return [(index * gap, event) for index, event in enumerate(events, start=1)]
+
+
+async def _run(server, stores, result: ChaosResult, clients: int, seconds: float, events: list[tuple[float, str]],
+               outage_s: float, pace_s: float, seed: int) -> None:
     embedder = create_hash_embedder(DIMENSIONS)
     scopes = {n: [(f"acme-{n}", "user", "main"), (f"acme-{n}-corp", "user", "main")] for n in range(clients)}
     acknowledged: dict[tuple[str, str, str], list[tuple[str, Any]]] = {}
@@ -157,7 +187,9 @@ async def _run(server, stores, result: ChaosResult, clients: int, seconds: float
         memories = {scope: memory_for(scope, stores.vector_store, stores.working_store) for scope in scopes[number]}
         written: dict[tuple[str, str, str], list[str]] = {scope: [] for scope in memories}
         counter = 0
+        began = -pace_s
         while time.monotonic() < deadline:
+            await asyncio.sleep(max(0.0, began + pace_s - time.monotonic()))
             scope = rng.choice(list(memories))
             memory = memories[scope]
             kind = rng.choices(["remember", "recall", "forget", "working"], [5, 6, 1, 1])[0]
@@ -192,13 +224,15 @@ async def _run(server, stores, result: ChaosResult, clients: int, seconds: float
             result.ops += 1
 
     async def controller() -> None:
-        events = ["restart"] * restarts + ["terminate"] * terminations
-        random.Random(seed).shuffle(events)
-        gap = seconds / (len(events) + 1)
-        for index, event in enumerate(events, start=1):
-            await asyncio.sleep(max(0.0, start + index * gap - time.monotonic()))
+        for at, event in events:
+            await asyncio.sleep(max(0.0, start + at - time.monotonic()))
             began = time.monotonic()
-            await asyncio.to_thread(server.restart if event == "restart" else server.terminate_backends)
+            if event == "outage":
+                await asyncio.to_thread(server.stop)
+                await asyncio.sleep(outage_s)
+                await asyncio.to_thread(server.start)
+            else:
+                await asyncio.to_thread(server.restart if event == "restart" else server.terminate_backends)
             accepting = await asyncio.to_thread(server.wait_until_accepting)
             result.outages.append((event, began, accepting))
 
@@ -233,8 +267,8 @@ async def _check_writes(result: ChaosResult, acknowledged, stores, memory_for) -
             else:
                 await twin.update_working(argument)
         real = memory_for(scope, stores.vector_store, stores.working_store)
-        expected = {record.id: record.text for record in await _all_entries(twin)}
-        actual = {record.id: record.text for record in await _all_entries(real)}
+        expected = {record.id: record.text for record in await all_entries(twin)}
+        actual = {record.id: record.text for record in await all_entries(real)}
         forgotten = {argument for kind, argument in operations if kind == "forget"}
         result.lost_writes += [f"{scope}: {entry_id} missing" for entry_id in expected if actual.get(entry_id) != expected[entry_id]]
         result.lost_writes += [f"{scope}: {entry_id} forgotten but stored" for entry_id in forgotten if entry_id in actual]
@@ -246,7 +280,8 @@ async def _check_writes(result: ChaosResult, acknowledged, stores, memory_for) -
                                       f"{len(working)} updates acknowledged")
 
 
-async def _all_entries(memory) -> list:
+async def all_entries(memory) -> list:
+    """Every entry of ``memory``'s thread, through its store's ``list_by_thread``, page by page."""
     records, after = [], None
     while True:
         page = await memory.config.vector_store.list_by_thread(memory.config.scope, after, 200)

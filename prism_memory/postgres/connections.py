@@ -13,7 +13,7 @@ at once; each is found dead only when it is next used. The rule
    idle connection, so the other connections the same restart ended go too,
    and another connection is taken: at most :data:`CHECKS` per call. Nothing
    of the call was sent on a connection that failed its check.
-2. **Once sent, only a read is sent again**, once (:data:`READ_SENDS`), on a
+2. **Once sent, only a read is sent again**, once (:data:`SENDS`), on a
    checked connection, and only when its connection was lost
    (:func:`prism_memory.postgres.errors.database_unavailable`). So a read is sent
    without the check (saving its round trip on the hot path), and a dead
@@ -21,10 +21,22 @@ at once; each is found dead only when it is next used. The rule
    statement that reached the server may have committed before its
    connection was lost, and sending it again could apply it twice (an
    ``invalidate`` or ``correct`` that runs twice does not do what one does).
-   A transaction is never run again either.
+   A transaction is never run again either. Rule 4 is the one case where a
+   write is sent twice.
 3. **No connection within the pool's timeout is not retried**: the pool has
-   waited that long already and keeps reconnecting in the background (with
-   its own backoff, from 1 s doubling while the server is down).
+   waited that long already and keeps reconnecting in the background
+   ("Reconnecting", below).
+4. **A statement a read-only server refused is sent again, once, read or
+   write.** SQLSTATE ``25006`` (``read_only_sql_transaction``) means the
+   connection reached a server that takes no writes: a standby, or an old
+   primary fenced read-only after a failover. The server refused the
+   transaction before it changed anything, so sending it again cannot apply
+   it twice. The pool is drained first (``AsyncConnectionPool.drain()``):
+   every pooled connection may lead to the same server, and the new ones
+   follow the DSN's ``target_session_attrs=read-write`` to the primary
+   (``docs/operations.md``). A refusal of the second send raises
+   :class:`~prism_memory.errors.StoreUnavailableError`. A ``transaction()``
+   is not run again, but the pool is drained all the same.
 
 What is not retried raises :class:`~prism_memory.errors.StoreUnavailableError`
 (or :class:`~prism_memory.errors.StoreClosedError` once the pool is closed),
@@ -35,6 +47,21 @@ too, and after a failed check it waits (1 s, then 2 s, 4 s ...) before taking
 the next connection: with eight dead connections a call times out (30 s by
 default) before it reaches a live one. Sweeping with ``pool.check()``
 replaces them all at once.
+
+**Reconnecting.** A connection found dead is replaced by a background
+attempt to connect; psycopg_pool repeats a failed attempt after 1 s, then
+doubles the wait (2 s, 4 s ... 64 s), without a cap, until its
+``reconnect_timeout`` (5 min). So after an outage of *t* seconds the first
+connection can come back up to about *t* seconds after the server did: the
+attempts after an 80 s outage fall at 63 s and 127 s, 47 s after the server
+is back. :class:`ReconnectingPool` caps that wait at
+:data:`RECONNECT_DELAY_CAP`: while the server is down each missing
+connection is attempted about once a second (at most ``max_size`` attempts
+a second, each refused at once), and a call made after the server accepts
+connections again gets one within about that second, whatever the outage's
+length up to the ``reconnect_timeout``. The cap is the one change: the pool
+builds its reconnect state (``AttemptWithBackoff``) in ``_add_connection``,
+which the subclass overrides only to pass its capped one.
 """
 
 from __future__ import annotations
@@ -45,13 +72,34 @@ from typing import Any
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool
+from psycopg_pool.base import AttemptWithBackoff
 
-from .errors import database_unavailable, translate
+from .errors import READ_ONLY_SERVER, database_unavailable, translate
 
 #: At most this many connections are taken (and checked) for one call.
 CHECKS = 3
-#: A read is sent at most this many times; a write once.
-READ_SENDS = 2
+#: A statement is sent at most this many times: a write a second time only after a read-only refusal (rule 4).
+SENDS = 2
+#: The longest wait, in seconds, between two attempts to reconnect a pooled connection.
+RECONNECT_DELAY_CAP = 1.0
+
+
+class _CappedBackoff(AttemptWithBackoff):
+    """psycopg_pool's reconnect backoff (1 s, doubling) with each wait capped at :data:`RECONNECT_DELAY_CAP`."""
+
+    def update_delay(self, now: float) -> None:
+        super().update_delay(now)
+        self.delay = min(self.delay, RECONNECT_DELAY_CAP)
+
+
+class ReconnectingPool(AsyncConnectionPool):
+    """An ``AsyncConnectionPool`` whose reconnect attempts wait at most :data:`RECONNECT_DELAY_CAP` apart.
+
+    Everything else is psycopg_pool's, ``reconnect_timeout`` included (see "Reconnecting" above).
+    """
+
+    async def _add_connection(self, attempt: AttemptWithBackoff | None, growing: bool = False) -> None:
+        await super()._add_connection(attempt or _CappedBackoff(timeout=self.reconnect_timeout), growing=growing)
 
 
 @asynccontextmanager
@@ -61,7 +109,8 @@ async def pooled_connection(pool: AsyncConnectionPool, checked: bool) -> AsyncIt
     Raises the psycopg_pool error when no connection comes free within the
     pool's timeout (``PoolTimeout``) or the pool is closed (``PoolClosed``),
     and the last check's ``OperationalError`` when :data:`CHECKS` connections
-    in a row failed their check. The caller translates them.
+    in a row failed their check. The caller translates them. A read-only
+    refusal raised in the block drains the pool (rule 4) and is re-raised.
     """
     lost: psycopg.OperationalError | None = None
     for _ in range(CHECKS):
@@ -72,7 +121,12 @@ async def pooled_connection(pool: AsyncConnectionPool, checked: bool) -> AsyncIt
             except psycopg.OperationalError as exc:
                 lost = exc
             else:
-                yield conn
+                try:
+                    yield conn
+                except psycopg.Error as exc:
+                    if exc.sqlstate == READ_ONLY_SERVER:
+                        await pool.drain()
+                    raise
                 return
         await pool.check()  # the dead connection went back (and was discarded); now the idle ones
     assert lost is not None
@@ -87,10 +141,11 @@ async def fetch(
     in_transaction: bool = False,
     guard: tuple[Any, Sequence[Any]] | None = None,
 ) -> list[tuple[Any, ...]]:
-    """Run one statement on a pooled connection and return its rows (rules 1-3 above).
+    """Run one statement on a pooled connection and return its rows (rules 1-4 above).
 
     ``read``: the statement changes nothing, so it is sent without a check and
     sent again once, on a checked connection, when its connection is lost.
+    Read or not, a statement a read-only server refused is sent again once.
     ``in_transaction``: send it inside ``BEGIN``/``COMMIT`` (two more round
     trips). The stores ask for it for writes on a Citus-distributed install:
     an autocommit call delegated to a worker runs at the worker's own default
@@ -105,7 +160,7 @@ async def fetch(
     psycopg errors become the package's typed errors
     (:func:`prism_memory.postgres.errors.translate`), the original as ``__cause__``.
     """
-    for send in range(1, (READ_SENDS if read else 1) + 1):
+    for send in range(1, SENDS + 1):
         sent = False
         try:
             async with pooled_connection(pool, checked=not read or send > 1) as conn:
@@ -116,7 +171,8 @@ async def fetch(
                     cursor = await conn.execute(query, params)
                     return await cursor.fetchall()
         except psycopg.Error as exc:
-            if not (read and sent and send < READ_SENDS and database_unavailable(exc)):
+            again = read and database_unavailable(exc) or exc.sqlstate == READ_ONLY_SERVER
+            if not (sent and send < SENDS and again):
                 raise translate(exc) from exc
     raise AssertionError("unreachable")
 

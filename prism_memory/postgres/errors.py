@@ -22,6 +22,9 @@ from ..errors import (
 #: SQLSTATEs of a session the server ended or refused: ``admin_shutdown`` (``pg_terminate_backend``, a
 #: fast shutdown), ``crash_shutdown``, ``cannot_connect_now`` (the server is starting or stopping).
 _SERVER_GONE = frozenset({"57P01", "57P02", "57P03"})
+#: ``read_only_sql_transaction``: the connection reached a server that takes no writes (a standby, or an
+#: old primary fenced read-only); the transaction was refused before it changed anything.
+READ_ONLY_SERVER = "25006"
 
 
 def database_unavailable(error: psycopg.Error) -> bool:
@@ -39,14 +42,20 @@ def database_unavailable(error: psycopg.Error) -> bool:
 
 
 def translate(error: psycopg.Error) -> PrismMemoryError:
-    """The typed error for a psycopg error: a closed pool or a lost connection, then our SQLSTATEs,
-    then pgvector's messages, else :class:`StoreError`."""
+    """The typed error for a psycopg error: a closed pool, a lost connection or a read-only server, then our
+    SQLSTATEs, then pgvector's messages, else :class:`StoreError`."""
     state = error.sqlstate or ""
     message = (error.diag.message_primary if error.diag else None) or str(error)
     if isinstance(error, PoolClosed):
         return StoreClosedError(f"the store is closed ({message})")
     if database_unavailable(error):
         return StoreUnavailableError(f"the database is unavailable ({message}); retry later")
+    if state == READ_ONLY_SERVER:
+        return StoreUnavailableError(
+            f"the database refused a write as read-only ({message}): the connection reached a standby or a fenced "
+            "old primary; nothing was written. List every server in the DSN with target_session_attrs=read-write "
+            "(docs/operations.md) and retry later"
+        )
     if state in SQLSTATE_ERRORS:
         return SQLSTATE_ERRORS[state](message)
     if state == "22000" and "dimensions" in message:

@@ -14,6 +14,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from ..citus import HAS_CITUS_SQL, IS_DISTRIBUTED_SQL
 from ..errors import PrismMemoryError, SchemaVersionError, StoreError, StoreUnavailableError
 from ..schema import SCHEMA_VERSION, SchemaConfig, migrate
+from .connections import ReconnectingPool
 from .errors import wrap_exceptions
 from .queries import Queries, build_queries, install_info_query
 from .store import PostgresVectorStore, PostgresWorkingStore
@@ -110,7 +111,7 @@ async def _open_pool(
         # them see what the writer before them committed (lock_thread_v1 refuses other levels, PM017).
         await conn.execute("set default_transaction_isolation = 'read committed'")
 
-    pool = AsyncConnectionPool(
+    pool = ReconnectingPool(
         connection_string,
         min_size=min_pool_size,
         max_size=max_pool_size,
@@ -148,10 +149,16 @@ async def create_postgres_memory_stores(
     newer, or holds another table/dimension. Close the result
     (``await stores.close()``) to end its pool.
 
-    A call waits at most ``pool_timeout`` seconds for a pooled connection.
-    Calls raise :class:`StoreUnavailableError` while the database cannot be
-    reached and :class:`StoreClosedError` after ``close()``; a write's
-    connection is checked before use, and only reads are sent again
+    ``connection_string`` may list several servers with
+    ``target_session_attrs=read-write``
+    (``postgresql://user@/db?host=h1,h2&port=p1,p2&target_session_attrs=read-write``:
+    hosts and ports in the query, which the migrations read too): the pool
+    then follows a failover to the promoted standby (``docs/operations.md``). A call waits at most ``pool_timeout`` seconds
+    for a pooled connection. Calls raise :class:`StoreUnavailableError` while
+    the database cannot be reached (or took no write: a standby) and
+    :class:`StoreClosedError` after ``close()``; a write's connection is
+    checked before use, only reads are sent again, and a lost connection is
+    reconnected at most about a second after the server is back
     (:mod:`prism_memory.postgres.connections`).
     """
     config = SchemaConfig(schema, table, dimensions)

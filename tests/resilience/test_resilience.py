@@ -36,12 +36,14 @@ def memory_over(stores, **kwargs):
                          vector_store=stores.vector_store, working_store=stores.working_store, **kwargs)
 
 
-async def grow(pool, size: int) -> None:
-    """Hold ``size`` connections at once, so the pool grows to ``size``."""
+async def grow(pool, size: int) -> set[int]:
+    """Hold ``size`` connections at once, so the pool grows to ``size``; returns their server pids."""
     held = [await pool.getconn() for _ in range(size)]
+    pids = {conn.info.backend_pid for conn in held}
     for conn in held:
         await pool.putconn(conn)
     assert pool.get_stats()["pool_size"] == size
+    return pids
 
 
 def terminate_all(dsn: str) -> int:
@@ -240,14 +242,79 @@ async def test_a_server_restart_fails_calls_during_the_outage_and_not_after(rest
                 async with stores.vector_store.transaction():
                     pass
         start()
-        # The pool reconnects with its own backoff (1 s, doubling, while the server was down); the next
-        # call waits for that, up to the pool timeout, instead of failing.
+        # The pool reconnects in the background (attempts at most 1 s apart); the next call waits for
+        # that, up to the pool timeout, instead of failing.
         stores.pool.timeout = 30
         outcomes = await every_call(memory, stores.vector_store)
     finally:
         await stores.close()
     assert during == [(True, True)] * 3
     assert outcomes == EXPECTED
+
+
+@pytest.mark.slow
+async def test_after_a_long_outage_the_first_call_succeeds_within_two_seconds_of_the_server_accepting(
+    restartable_server,
+):
+    """psycopg_pool alone waits 1, 2, 4, 8, 16 s ... between reconnect attempts: after 20 s down its next
+    attempt came 11-13 s after the server was back. The store's pool waits at most a second."""
+    dsn, stop, start = restartable_server
+    stores = await create_postgres_memory_stores(dsn, dimensions=TEST_DIMENSIONS, max_pool_size=4, pool_timeout=1)
+    memory = memory_over(stores)
+    try:
+        await memory.remember([{"id": "a", "text": "survives a long outage"}], wait=True)
+        stop()
+        back_at = time.monotonic() + 20
+        while time.monotonic() < back_at:  # a call about every second, each waiting the pool's timeout
+            began = time.monotonic()
+            with pytest.raises(StoreUnavailableError):
+                await memory.recall("outage")
+            await asyncio.sleep(max(0.0, began + 1 - time.monotonic()))
+        start()
+        accepting = time.monotonic()
+        while True:
+            try:
+                hits = (await memory.recall("outage")).hits
+                break
+            except StoreUnavailableError:
+                assert time.monotonic() - accepting < 30, "the pool did not come back"
+        recovered = time.monotonic() - accepting
+    finally:
+        await stores.close()
+    assert [hit.id for hit in hits] == ["a"]
+    assert recovered < 2, f"first success {recovered:.1f} s after the server accepted connections"
+
+
+async def test_a_write_a_read_only_server_refuses_raises_unavailable_and_drops_every_pooled_connection(
+    restartable_server,
+):
+    """A server that takes no writes (a standby, a fenced old primary) refuses before writing anything: the
+    store drops every pooled connection and sends the write once more (test_failover.py sees it reach a new
+    primary); here the one server refuses again, so it raises StoreUnavailableError."""
+    dsn, _stop, _start = restartable_server
+    stores = await create_postgres_memory_stores(dsn, dimensions=TEST_DIMENSIONS, max_pool_size=4)
+    memory = memory_over(stores)
+
+    def read_only(on: bool) -> None:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f"alter system {'set default_transaction_read_only = on' if on else 'reset all'}")
+            admin.execute("select pg_reload_conf()")
+
+    try:
+        await memory.remember([{"id": "a", "text": "written before the fence"}], wait=True)
+        before = await grow(stores.pool, 4)
+        read_only(True)
+        with pytest.raises(StoreUnavailableError, match="read-only") as raised:
+            await memory.remember([{"id": "b", "text": "refused"}], wait=True)
+        after = await grow(stores.pool, 4)
+        read_only(False)
+        await memory.remember([{"id": "c", "text": "written after the fence"}], wait=True)
+        stored = sorted(hit.id for hit in (await memory.recall("written")).hits)
+    finally:
+        await stores.close()
+    assert isinstance(raised.value.__cause__, psycopg.errors.ReadOnlySqlTransaction)
+    assert not before & after  # the pool was drained: none of its connections from before the refusal is left
+    assert stored == ["a", "c"]
 
 
 class NaNForPoison:
