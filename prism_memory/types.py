@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -203,6 +204,30 @@ class ResourceErasure:
     deleted: int
     held: int
     next_cursor: str | None
+
+
+class ForgetResult(int):
+    """What one ``forget`` did: an ``int``, the bodies deleted (as ``forget`` always returned), with
+
+    * ``deleted``: that count again;
+    * ``kept``: the ids it could not delete because a write stored them again after the forget
+      tombstoned them (a ``remember`` of the same id that committed while the forget ran), in code-point
+      order; each is stored as that write left it, and every other id was still forgotten.
+
+    Equal to, and usable as, the plain count.
+    """
+
+    deleted: int
+    kept: list[str]
+
+    def __new__(cls, deleted: int, kept: Sequence[str] = ()) -> ForgetResult:
+        result = super().__new__(cls, deleted)
+        result.deleted = int(deleted)
+        result.kept = list(kept)
+        return result
+
+    def __repr__(self) -> str:
+        return f"ForgetResult(deleted={self.deleted}, kept={self.kept!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -487,6 +512,7 @@ __all__ = [
     "RecallResult",
     "RecallScoringOptions",
     "RememberResult",
+    "ForgetResult",
     "ResourceErasure",
     "RetentionPolicy",
     "RetentionResult",
