@@ -1,4 +1,4 @@
-"""lifecycle_edges: Say what this revision changes and why.
+"""lifecycle_edges: a derived entry expires with its lineage sources at read time (sources_created_at,
 
 Revision ID: 0017
 Revises: 0016

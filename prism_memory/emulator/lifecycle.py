@@ -130,9 +130,10 @@ class LifecycleOperations(EmulatorState):
         return sorted(visited & rows.keys()), len(pending)
 
     def _erase_steps(self, key: ThreadKey, start: set[str]) -> tuple[set[str], set[str], set[str]]:
-        """erase_walk_v1's walk from ``start``: breadth-first over edges in code-point order ('source' chr(31)
-        'dependent'), through dependents without a tombstone or with a pending one, 256 untombstoned ones and
-        8 levels at most. Returns the ids visited, the ids whose dependents it looked for, and those left pending."""
+        """Mirror of ``erase_walk_reach_v1``, the walk from ``start``: breadth-first over edges in code-point
+        order ('source' chr(31) 'dependent'), through dependents without a tombstone or with a pending one, 256
+        untombstoned ones and 8 levels at most. Returns the ids visited, the ids whose dependents it looked for,
+        and those left pending."""
         rows = self._threads.get(key, {})
         tombstones, pending = self._tombstones.get(key, {}), self._pending.get(key, set())
         dependents: dict[str, set[str]] = {}

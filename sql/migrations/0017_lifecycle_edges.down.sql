@@ -1,4 +1,5 @@
--- Reverts revision 0017.
+-- Reverts revision 0017: the lineage times, the pending tombstones and their
+-- functions go; every function gets its 0016 definition.
 
 {{pin_search_path}}
 
@@ -1069,6 +1070,7 @@ $$;
 -- end of functions/list_resource_entries_v1.sql
 
 drop function {{schema}}.erase_walk_v1(text, text, text, text[], text, timestamptz);
+drop function {{schema}}.erase_walk_reach_v1(text, text, text, text[]);
 drop function {{schema}}.erase_walk_step_v1(text, text, text, text[], text[]);
 drop function {{schema}}.purge_v2(text, text, text, text[]);
 drop function {{schema}}.lineage_expiry_v1(text, text, text, text[]);

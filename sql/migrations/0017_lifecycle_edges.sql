@@ -1,4 +1,23 @@
--- prism-memory schema revision 0017: lifecycle_edges. Say what this revision changes and why.
+-- prism-memory schema revision 0017: lifecycle_edges. The lifecycle's edges:
+-- expiry through lineage, erasure that cannot be blocked, and a forget that a
+-- concurrent write cannot fail.
+--
+-- A derived entry expires with its lineage sources at read time: the entries
+-- get sources_created_at and sources_expire_at (the oldest created_at and the
+-- earliest expires_at among an entry's sources, transitively), kept by
+-- lineage_expiry_v1 in remember_v2 and filled below for the entries already
+-- stored; is_live_v2 compares them beside the entry's own, in every read
+-- (recall, export, the sweeps), replacing is_live_v1; recall_probe_v1 carries
+-- them to recall_top_v1. No read walks lineage.
+--
+-- An erasure's walk never refuses: erase_walk_v1 tombstones a bounded part
+-- per call (256 untombstoned dependents, 8 levels) and marks where it
+-- stopped as pending (the invalidation table's new pending column), from
+-- where the next call goes on; invalidate_resource_v1 walks with it (before,
+-- invalidate_v1's PM010 stopped forget, the sweeps and the resource erasure
+-- at one entry for good). purge_v2 deletes the tombstoned bodies of its ids
+-- and keeps, and returns, an id a remember wrote again after its tombstone
+-- (purge_v1 raised PM012 and deleted none).
 
 {{pin_search_path}}
 
@@ -1066,6 +1085,72 @@ end;
 $$;
 -- end of functions/erase_walk_step_v1.sql
 
+-- file functions/erase_walk_reach_v1.sql
+-- erase_walk_v1's walk from p_start over the thread's lineage: breadth-first
+-- over edges in code-point order (erase_walk_step_v1), on through the
+-- dependents that carry no tombstone or a pending one (a settled tombstone
+-- has everything below it tombstoned), until 256 dependents without a
+-- tombstone are reached or 8 levels are passed. Then it takes what the budget
+-- allows, in edge order, and stops: each entry taken, and each entry of the
+-- last frontier with a dependent left out, is pending. Returns the ids
+-- reached (p_start included), those whose dependents it looked for, and the
+-- pending ones. Reads only: erase_walk_v1 writes the tombstones.
+create or replace function {{schema}}.erase_walk_reach_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_start text[],
+  out visited text[], out walked text[], out pending text[])
+language plpgsql stable
+set search_path from current
+as $$
+declare
+  v_frontier text[] := p_start;
+  v_found text[];            -- 'source' || chr(31) || 'dependent', in code-point order
+  v_new text[];              -- dependents reached this step that carried no tombstone
+  v_taken text[];
+  v_budget integer := 256;
+  v_depth integer := 0;
+begin
+  visited := p_start;
+  walked := '{}';
+  pending := '{}';
+  while cardinality(v_frontier) > 0 loop
+    v_depth := v_depth + 1;
+    walked := walked || v_frontier;
+    v_found := erase_walk_step_v1(p_tenant_id, p_resource_id, p_thread_id, v_frontier, visited);
+    v_new := array(select distinct split_part(f.edge, chr(31), 2) from unnest(v_found) as f(edge)
+                   where not exists (select 1 from {{invalidation}} i
+                                     where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                                       and i.thread_id = p_thread_id and i.entry_id = split_part(f.edge, chr(31), 2)));
+    if v_depth > 8 or cardinality(v_new) > v_budget then
+      -- Out of depth or budget: take what the budget allows (in edge order);
+      -- a frontier entry with a dependent left out, and every entry taken, stays pending.
+      v_taken := case when v_depth > 8 then '{}'::text[] else array(
+                   select d.id from (select split_part(f.edge, chr(31), 2) as id, min(f.position) as first
+                                     from unnest(v_found) with ordinality as f(edge, position)
+                                     where split_part(f.edge, chr(31), 2) = any(v_new)
+                                     group by 1) as d
+                   order by d.first limit v_budget) end;
+      pending := v_taken || array(select distinct split_part(f.edge, chr(31), 1) from unnest(v_found) as f(edge)
+                                  where split_part(f.edge, chr(31), 2) = any(v_new)
+                                    and not (split_part(f.edge, chr(31), 2) = any(v_taken)));
+      visited := visited || v_taken
+                 || array(select distinct split_part(f.edge, chr(31), 2) from unnest(v_found) as f(edge)
+                          where not (split_part(f.edge, chr(31), 2) = any(v_new)));
+      exit;
+    end if;
+    v_budget := v_budget - cardinality(v_new);
+    -- Walked on: the dependents that carried no tombstone, or a pending one.
+    v_frontier := array(select distinct split_part(f.edge, chr(31), 2) from unnest(v_found) as f(edge)
+                        where split_part(f.edge, chr(31), 2) = any(v_new)
+                           or exists (select 1 from {{invalidation}} i
+                                      where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                                        and i.thread_id = p_thread_id and i.pending
+                                        and i.entry_id = split_part(f.edge, chr(31), 2)));
+    visited := visited || array(select distinct split_part(f.edge, chr(31), 2) from unnest(v_found) as f(edge));
+  end loop;
+end;
+$$;
+-- end of functions/erase_walk_reach_v1.sql
+
 -- file functions/erase_walk_v1.sql
 -- API function (prism_memory/operations.py; security definer, see recall_v3).
 --
@@ -1098,15 +1183,9 @@ as $$
 declare
   v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
   v_start text[];
-  v_visited text[];
-  v_frontier text[];
-  v_found text[];           -- 'source' || chr(31) || 'dependent', in code-point order
-  v_new text[];             -- dependents reached this step that carried no tombstone
-  v_taken text[];
-  v_pending text[] := '{}'; -- entries whose dependents this call did not all reach
-  v_walked text[] := '{}';  -- entries whose dependents this call looked for
-  v_budget integer := 256;
-  v_depth integer := 0;
+  v_visited text[];  -- the entries the walk reached
+  v_walked text[];   -- those whose dependents it looked for
+  v_pending text[];  -- those whose dependents it did not all reach
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
   perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
@@ -1123,43 +1202,8 @@ begin
                                            where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
                                              and i.thread_id = p_thread_id and i.pending
                                            order by i.entry_id collate "C" limit 64) as i);
-  v_visited := v_start;
-  v_frontier := v_start;
-  while cardinality(v_frontier) > 0 loop
-    v_depth := v_depth + 1;
-    v_walked := v_walked || v_frontier;
-    v_found := erase_walk_step_v1(p_tenant_id, p_resource_id, p_thread_id, v_frontier, v_visited);
-    v_new := array(select distinct split_part(f.edge, chr(31), 2) from unnest(v_found) as f(edge)
-                   where not exists (select 1 from {{invalidation}} i
-                                     where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-                                       and i.thread_id = p_thread_id and i.entry_id = split_part(f.edge, chr(31), 2)));
-    if v_depth > 8 or cardinality(v_new) > v_budget then
-      -- Out of depth or budget: take what the budget allows (in edge order);
-      -- a frontier entry with a dependent left out, and every entry taken, stays pending.
-      v_taken := case when v_depth > 8 then '{}'::text[] else array(
-                   select d.id from (select split_part(f.edge, chr(31), 2) as id, min(f.position) as first
-                                     from unnest(v_found) with ordinality as f(edge, position)
-                                     where split_part(f.edge, chr(31), 2) = any(v_new)
-                                     group by 1) as d
-                   order by d.first limit v_budget) end;
-      v_pending := v_taken || array(select distinct split_part(f.edge, chr(31), 1) from unnest(v_found) as f(edge)
-                                    where split_part(f.edge, chr(31), 2) = any(v_new)
-                                      and not (split_part(f.edge, chr(31), 2) = any(v_taken)));
-      v_visited := v_visited || v_taken
-                   || array(select distinct split_part(f.edge, chr(31), 2) from unnest(v_found) as f(edge)
-                            where not (split_part(f.edge, chr(31), 2) = any(v_new)));
-      exit;
-    end if;
-    v_budget := v_budget - cardinality(v_new);
-    -- Walked on: the dependents that carried no tombstone, or a pending one.
-    v_frontier := array(select distinct split_part(f.edge, chr(31), 2) from unnest(v_found) as f(edge)
-                        where split_part(f.edge, chr(31), 2) = any(v_new)
-                           or exists (select 1 from {{invalidation}} i
-                                      where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-                                        and i.thread_id = p_thread_id and i.pending
-                                        and i.entry_id = split_part(f.edge, chr(31), 2)));
-    v_visited := v_visited || array(select distinct split_part(f.edge, chr(31), 2) from unnest(v_found) as f(edge));
-  end loop;
+  select r.visited, r.walked, r.pending into v_visited, v_walked, v_pending
+  from erase_walk_reach_v1(p_tenant_id, p_resource_id, p_thread_id, v_start) as r;
 
   insert into {{invalidation}}
     (tenant_id, resource_id, thread_id, entry_id, reason, source_entry_id, sequence, created_at, pending)

@@ -50,6 +50,7 @@
 \ir functions/purge_v1.sql
 \ir functions/purge_v2.sql
 \ir functions/erase_walk_step_v1.sql
+\ir functions/erase_walk_reach_v1.sql
 \ir functions/erase_walk_v1.sql
 \ir functions/purge_resource_v1.sql
 \ir functions/set_consent_v1.sql

@@ -29,15 +29,9 @@ as $$
 declare
   v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
   v_start text[];
-  v_visited text[];
-  v_frontier text[];
-  v_found text[];           -- 'source' || chr(31) || 'dependent', in code-point order
-  v_new text[];             -- dependents reached this step that carried no tombstone
-  v_taken text[];
-  v_pending text[] := '{}'; -- entries whose dependents this call did not all reach
-  v_walked text[] := '{}';  -- entries whose dependents this call looked for
-  v_budget integer := 256;
-  v_depth integer := 0;
+  v_visited text[];  -- the entries the walk reached
+  v_walked text[];   -- those whose dependents it looked for
+  v_pending text[];  -- those whose dependents it did not all reach
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
   perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
@@ -54,43 +48,8 @@ begin
                                            where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
                                              and i.thread_id = p_thread_id and i.pending
                                            order by i.entry_id collate "C" limit 64) as i);
-  v_visited := v_start;
-  v_frontier := v_start;
-  while cardinality(v_frontier) > 0 loop
-    v_depth := v_depth + 1;
-    v_walked := v_walked || v_frontier;
-    v_found := erase_walk_step_v1(p_tenant_id, p_resource_id, p_thread_id, v_frontier, v_visited);
-    v_new := array(select distinct split_part(f.edge, chr(31), 2) from unnest(v_found) as f(edge)
-                   where not exists (select 1 from {{invalidation}} i
-                                     where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-                                       and i.thread_id = p_thread_id and i.entry_id = split_part(f.edge, chr(31), 2)));
-    if v_depth > 8 or cardinality(v_new) > v_budget then
-      -- Out of depth or budget: take what the budget allows (in edge order);
-      -- a frontier entry with a dependent left out, and every entry taken, stays pending.
-      v_taken := case when v_depth > 8 then '{}'::text[] else array(
-                   select d.id from (select split_part(f.edge, chr(31), 2) as id, min(f.position) as first
-                                     from unnest(v_found) with ordinality as f(edge, position)
-                                     where split_part(f.edge, chr(31), 2) = any(v_new)
-                                     group by 1) as d
-                   order by d.first limit v_budget) end;
-      v_pending := v_taken || array(select distinct split_part(f.edge, chr(31), 1) from unnest(v_found) as f(edge)
-                                    where split_part(f.edge, chr(31), 2) = any(v_new)
-                                      and not (split_part(f.edge, chr(31), 2) = any(v_taken)));
-      v_visited := v_visited || v_taken
-                   || array(select distinct split_part(f.edge, chr(31), 2) from unnest(v_found) as f(edge)
-                            where not (split_part(f.edge, chr(31), 2) = any(v_new)));
-      exit;
-    end if;
-    v_budget := v_budget - cardinality(v_new);
-    -- Walked on: the dependents that carried no tombstone, or a pending one.
-    v_frontier := array(select distinct split_part(f.edge, chr(31), 2) from unnest(v_found) as f(edge)
-                        where split_part(f.edge, chr(31), 2) = any(v_new)
-                           or exists (select 1 from {{invalidation}} i
-                                      where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
-                                        and i.thread_id = p_thread_id and i.pending
-                                        and i.entry_id = split_part(f.edge, chr(31), 2)));
-    v_visited := v_visited || array(select distinct split_part(f.edge, chr(31), 2) from unnest(v_found) as f(edge));
-  end loop;
+  select r.visited, r.walked, r.pending into v_visited, v_walked, v_pending
+  from erase_walk_reach_v1(p_tenant_id, p_resource_id, p_thread_id, v_start) as r;
 
   insert into {{invalidation}}
     (tenant_id, resource_id, thread_id, entry_id, reason, source_entry_id, sequence, created_at, pending)
