@@ -229,6 +229,9 @@ class ForgetResult(int):
     def __repr__(self) -> str:
         return f"ForgetResult(deleted={self.deleted}, kept={self.kept!r})"
 
+    def __str__(self) -> str:  # printed as the count it always was
+        return str(self.deleted)
+
 
 @dataclass(frozen=True, slots=True)
 class RetentionResult:

@@ -11,7 +11,8 @@
 -- terminates on lineage cycles (UNION keeps each (id, values) once). A
 -- source's expiry only ever moves its dependents' earlier: a later one (a
 -- longer ttl written again) reaches a dependent when that is written again.
--- Reads the thread through the lineage index.
+-- Reads the thread through the lineage index; a write of entries nothing is
+-- derived from, without lineage of their own, changes no row.
 create or replace function {{schema}}.lineage_expiry_v1(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_ids text[])
 returns void
@@ -27,7 +28,15 @@ begin
       on s.tenant_id = p_tenant_id and s.resource_id = p_resource_id and s.thread_id = p_thread_id
      and s.id = source.id and s.id <> e.id)
   where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
-    and e.id = any(p_ids);
+    and e.id = any(p_ids)
+    -- an entry without lineage and without stored times keeps its row version
+    and (e.metadata -> '_lineage' -> 'sourceIds' is not null
+         or e.sources_created_at is not null or e.sources_expire_at is not null);
+  if not exists (select 1 from {{entries}} d
+                 where d.tenant_id = p_tenant_id and d.resource_id = p_resource_id and d.thread_id = p_thread_id
+                   and (d.metadata -> '_lineage' -> 'sourceIds') ?| p_ids) then
+    return;  -- nothing of the thread is derived from a written entry
+  end if;
 
   -- Each row of flow: an entry and values it now has, 'infinity' standing for
   -- no expiry; what moves an entry's values earlier is carried on.
