@@ -19,6 +19,8 @@ returns void
 language plpgsql volatile
 set search_path from current
 as $$
+declare
+  v_sources text[];
 begin
   update {{entries}} e
   set (sources_created_at, sources_expire_at) = (
@@ -32,10 +34,15 @@ begin
     -- an entry without lineage and without stored times keeps its row version
     and (e.metadata -> '_lineage' -> 'sourceIds' is not null
          or e.sources_created_at is not null or e.sources_expire_at is not null);
-  if not exists (select 1 from {{entries}} d
-                 where d.tenant_id = p_tenant_id and d.resource_id = p_resource_id and d.thread_id = p_thread_id
-                   and (d.metadata -> '_lineage' -> 'sourceIds') ?| p_ids) then
-    return;  -- nothing of the thread is derived from a written entry
+  -- The written entries something of the thread is derived from: the only ones to follow.
+  v_sources := array(
+    select distinct source.id
+    from {{entries}} d
+    cross join lateral jsonb_array_elements_text(d.metadata -> '_lineage' -> 'sourceIds') as source(id)
+    where d.tenant_id = p_tenant_id and d.resource_id = p_resource_id and d.thread_id = p_thread_id
+      and (d.metadata -> '_lineage' -> 'sourceIds') ?| p_ids and source.id = any(p_ids) and source.id <> d.id);
+  if cardinality(v_sources) = 0 then
+    return;
   end if;
 
   -- Each row of flow: an entry and values it now has, 'infinity' standing for
@@ -45,7 +52,7 @@ begin
            coalesce(least(e.expires_at, e.sources_expire_at), 'infinity')
     from {{entries}} e
     where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
-      and e.id = any(p_ids)
+      and e.id = any(v_sources)
     union
     select d.id, least(d.created_at, d.sources_created_at, f.created_at),
            least(coalesce(least(d.expires_at, d.sources_expire_at), 'infinity'), f.expires_at)
