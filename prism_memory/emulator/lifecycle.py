@@ -27,6 +27,9 @@ ERASURE_REASONS = ("deleted", "expired", "held")
 #: The lineage walk's caps: edges, and depth (``invalidate_v1``; :class:`LineageLimitError` past either).
 MAX_WALK_EDGES = 256
 MAX_WALK_DEPTH = 8
+#: An erasure's walk per call (``erase_walk_v1``): entries newly tombstoned, and pending tombstones it starts from.
+ERASE_STEP_ENTRIES = 256
+ERASE_STEP_STARTS = 64
 
 
 def lineage_sources(row: EntryRow) -> list[str]:
@@ -114,7 +117,7 @@ class LifecycleOperations(EmulatorState):
         rows = self._threads.get(key, {})
         tombstones = self._tombstones.setdefault(key, {})
         pending = self._pending.setdefault(key, set())
-        start = set(ids) | set(sorted(pending)[:64])
+        start = set(ids) | set(sorted(pending)[:ERASE_STEP_STARTS])
         visited, walked, cut = self._erase_steps(key, start)
         for entry_id in sorted(visited & rows.keys()):
             kept = tombstones.get(entry_id, (reason, rows[entry_id].sequence))
@@ -141,15 +144,15 @@ class LifecycleOperations(EmulatorState):
             for source in lineage_sources(row):
                 if source != row.id:
                     dependents.setdefault(source, set()).add(row.id)
-        visited, frontier, walked, budget, depth = set(start), set(start), set(), 256, 0
+        visited, frontier, walked, budget, depth = set(start), set(start), set(), ERASE_STEP_ENTRIES, 0
         while frontier:
             depth += 1
             walked |= frontier
             found = sorted(((source, dependent) for source in frontier for dependent in dependents.get(source, ())
                             if dependent not in visited), key=lambda edge: f"{edge[0]}\x1f{edge[1]}")
             new = {dependent for _, dependent in found if dependent not in tombstones}
-            if depth > 8 or len(new) > budget:
-                taken = [] if depth > 8 else list(dict.fromkeys(d for _, d in found if d in new))[:budget]
+            if depth > MAX_WALK_DEPTH or len(new) > budget:
+                taken = [] if depth > MAX_WALK_DEPTH else list(dict.fromkeys(d for _, d in found if d in new))[:budget]
                 cut = set(taken) | {source for source, d in found if d in new and d not in taken}
                 return visited | set(taken) | {d for _, d in found if d not in new}, walked, cut
             budget -= len(new)

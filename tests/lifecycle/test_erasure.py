@@ -60,6 +60,19 @@ async def test_forget_finishes_whatever_lineage_lies_below(backends):
     assert look_alike_recall == 32 and look_alike_stored == 331
 
 
+async def test_an_interrupted_erasure_walk_is_finished_by_the_next_erasure_in_the_thread(backends):
+    async def scenario(backend):
+        memory = backend.memory(tenant_id="acme", resource_id="a_b", thread_id="t1")
+        await memory.remember(hostile_lineage() + [{"id": "other", "text": "another fact", "consent": USER}], wait=True)
+        store, scope = memory.config.vector_store, memory.config.scope
+        first, pending = await store.erase_walk(scope, ["hub"], "deleted")  # the process stops after one step
+        left = len(await recalled(memory, "hub"))
+        forgotten = await memory.forget(["other"])  # another id of the thread: the walk left pending goes on
+        return len(first), pending > 0, left, int(forgotten), await recalled(memory, "hub")
+
+    assert await backends.run(scenario) == [257, True, 32, 1, []]
+
+
 async def test_retention_sweeps_finish_past_an_expired_entry_with_a_hostile_lineage(backends):
     async def scenario(backend):
         clock = Clock(T0)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import psycopg
 from prism_memory import MemoryConsent, MemoryLineage, Scope
+from prism_memory.schema import SchemaConfig, migrate
+from psycopg.types.json import Jsonb
 
 from parity import Clock
 
@@ -146,3 +149,30 @@ async def test_shared_and_adjacent_entries_expire_with_their_sources(backends):
         return shared, adjacent
 
     assert await backends.run(scenario) == [["door"], []]
+
+
+def test_the_upgrade_fills_the_lineage_times_of_entries_stored_before_it(server_dsn):
+    """Postgres: entries written at revision 0016 (a code with a ttl, and a chain derived from it listed before
+    it) expire through lineage once the database is upgraded, with no write after it."""
+    dsn = server_dsn("lineage_times_upgrade")
+    config = SchemaConfig(dimensions=4)
+    migrate(dsn, config, "0016")
+    entries = [("digest", "digest", ["summary"]), ("summary", "summary", ["code"]), ("code", "code", None),
+               ("note", "note", None)]
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            "select prism_memory.remember_v2(p_tenant_id => 'acme', p_resource_id => 'a_b', p_thread_id => 't1', "
+            "p_ids => %s, p_texts => %s, p_embeddings => array_fill('[1,0,0,0]'::vector, array[4]), "
+            "p_metadata => %s::jsonb[], p_ttl => array[null, null, '1 hour', null]::interval[], p_now => %s)",
+            ([id_ for id_, _, _ in entries], [text for _, text, _ in entries],
+             [Jsonb({"_lineage": {"sourceIds": sources}} if sources else {}) for _, _, sources in entries], T0))
+    migrate(dsn, config)
+
+    def live(now):
+        with psycopg.connect(dsn) as conn:
+            return sorted(row[0] for row in conn.execute(
+                "select e.id from prism_memory.semantic_memory e where prism_memory.is_live_v2("
+                "e.created_at, e.expires_at, e.sources_created_at, e.sources_expire_at, '-infinity', %s)", (now,)))
+
+    assert live(T0) == ["code", "digest", "note", "summary"]
+    assert live(T0 + timedelta(hours=1)) == ["note"]

@@ -64,9 +64,8 @@ begin
   where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
     and e.id = any(v_visited)
   on conflict (tenant_id, resource_id, thread_id, entry_id)
-  do update set reason = case when excluded.reason in ('deleted', 'expired', 'held')
-                                   and {{invalidation}}.reason not in ('deleted', 'expired', 'held')
-                              then excluded.reason else {{invalidation}}.reason end,
+  do update set reason = case when {{invalidation}}.reason in ('deleted', 'expired', 'held')
+                              then {{invalidation}}.reason else excluded.reason end,  -- an erasure's replaces another
                 pending = excluded.pending;
   -- What was walked is settled unless left pending above; a start whose body
   -- is gone (deleted while its walk was pending) too.
