@@ -10,7 +10,10 @@ thread from the client, plain and with composite scoring (``RecallScoringOptions
 7 days)``) and with the embedding-model guard (``model=``: ``recall_v3`` checks the model id in the same
 call), times a one-entry ``remember`` without and with the guard, and reads the plan recall_v3 runs via auto_explain.
 
-    .venv/bin/python bench/latency.py [--dsn URL] [--entries 1000] [--other-threads 20]
+    .venv/bin/python bench/latency.py [--dsn URL] [--entries 1000] [--other-threads 20] [--derived-fraction 0.1]
+
+``--derived-fraction`` writes that share of every thread's entries as derived ones (``metadata._lineage``
+naming an earlier entry of the thread), the shape whose expiry the read gate follows through lineage.
 
 The last stdout line is a JSON object; progress and the plan go to stderr.
 """
@@ -92,8 +95,11 @@ def build_threads(args: argparse.Namespace, embedder) -> list[tuple[Scope, list[
     for scope in scopes:
         texts = [fill(rng.choice(TEMPLATES), rng) for _ in range(args.entries)]
         vectors = [embedder.embed_one(text) for text in texts]
+        every = round(1 / args.derived_fraction) if args.derived_fraction else 0
         records = [
-            EntryRecord(f"m{n:05d}", text, vector, {"role": rng.choice(["user", "assistant"])}, None, None)
+            EntryRecord(f"m{n:05d}", text, vector, {"role": rng.choice(["user", "assistant"]), **(
+                {"_lineage": {"sourceIds": [f"m{n - rng.randint(1, min(n, 5)):05d}"]}} if every and n and n % every == 0
+                else {})}, None, None)
             for n, (text, vector) in enumerate(zip(texts, vectors))
         ]
         threads.append((scope, records))
@@ -239,6 +245,7 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         "total_entries": total,
         "threads": len(threads),
         "dimensions": args.dimensions,
+        "derived_fraction": args.derived_fraction,
         "top_k": 8,
     }
 
@@ -251,8 +258,12 @@ def main() -> None:
     parser.add_argument("--other-threads", type=int, default=20, help="threads besides the measured one (default 20)")
     parser.add_argument("--warmup", type=int, default=50, help="untimed recalls first (default 50)")
     parser.add_argument("--queries", type=int, default=1000, help="timed recalls (default 1000)")
+    parser.add_argument("--derived-fraction", type=float, default=0.0,
+                        help="share of each thread's entries derived from an earlier one (default 0)")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
+    if not 0 <= args.derived_fraction <= 1:
+        parser.error("--derived-fraction must be between 0 and 1")
     with local_postgres(args.dsn) as dsn, scratch_schema(dsn, "bench_latency") as schema:
         result = asyncio.run(run(args, dsn, schema))
     emit(result)

@@ -14,7 +14,7 @@ from .errors import InvalidEntryError, LimitExceededError
 from .export import EXPORT_LIMITS, check_export_caps, decode_cursor
 from .lifecycle import DELETE_BATCH
 from .memory_base import MemoryBase
-from .types import ConsentChange, ExportPage, ForgetCount, MemoryEntry, MemoryRecord, Scope
+from .types import ConsentChange, ExportPage, ForgetResult, MemoryEntry, MemoryRecord, Scope
 
 
 class ConsentOperations(MemoryBase):
@@ -61,14 +61,18 @@ class ConsentOperations(MemoryBase):
         await self._writes.settle("correct")
         return await lifecycle.correct(self._config, thread, entry_id, item.text)
 
-    async def forget(self, ids: Sequence[str], hold: bool = False, erase_derived: bool = False) -> ForgetCount:
+    async def forget(self, ids: Sequence[str], hold: bool = False, erase_derived: bool = False) -> ForgetResult:
         """Really delete entries, or put them under legal hold.
 
         ``ids``: 1 to 64 entry ids (one delete batch). First the
         entries and their lineage dependents are tombstoned, then
-        ``on_invalidate`` runs, then the bodies are deleted; returns how many
-        were deleted, a :class:`ForgetCount` (an ``int``) whose ``not_found``
-        lists the ids that named no entry of this thread. With ``erase_derived=True`` the bodies of the dependents
+        ``on_invalidate`` runs, then the bodies are deleted. Returns a
+        :class:`ForgetResult`: an ``int``, how many bodies were deleted, whose
+        ``kept`` names the ids a ``remember`` stored again while the forget ran
+        (kept as written; every other id is still forgotten) and ``not_found``
+        the ids that named no entry of this thread. No lineage stops
+        it: the walk goes in bounded steps, as many as the lineage needs
+        (docs/consent-and-lifecycle.md). With ``erase_derived=True`` the bodies of the dependents
         (entries derived from the forgotten ones, transitively, e.g. a summary
         quoting a deleted fact) are deleted too, not only tombstoned. With
         ``hold=True`` nothing is deleted (returns 0): the entries are kept under
@@ -78,7 +82,7 @@ class ConsentOperations(MemoryBase):
         (its id, the reason, the id that caused it, its sequence), so its
         sequence is never reused and an entry derived from it stays invalid
         (docs/consent-and-lifecycle.md). Raises :class:`LimitExceededError` for
-        more than 64 ids and :class:`LineageLimitError` over the walk caps.
+        more than 64 ids.
         """
         thread = self._thread_scope()
         if isinstance(ids, str) or not isinstance(ids, Sequence):

@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from datetime import datetime
 from typing import Any
 
 from .checks import embedding_labels
 from .config import MemoryConfig
 from .embedding import embed_batched
-from .errors import LineageLimitError, OperationTimeoutError
+from .errors import OperationTimeoutError
 from .export import encode_cursor, encode_resource_cursor, export_page
 from .types import (
     ConsentChange,
     EntryRecord,
     ExportPage,
-    ForgetCount,
+    ForgetResult,
     MemoryEntry,
     MemoryRecord,
     RebuildResult,
@@ -104,38 +105,63 @@ async def correct(config: MemoryConfig, thread: Scope, entry_id: str, text: str)
     return config.redaction.record(record)
 
 
-async def forget(config: MemoryConfig, thread: Scope, ids: list[str], hold: bool, erase_derived: bool = False) -> ForgetCount:
-    """Tombstone ``ids`` (1 to :data:`DELETE_BATCH` unique ids) and their dependents, run the hook, then delete.
+async def erase(config: MemoryConfig, thread: Scope, ids: list[str], reason: str, now: datetime) -> list[str]:
+    """Tombstone ``ids`` (at most :data:`DELETE_BATCH`) with an erasure's ``reason`` and every entry derived from them,
+    transitively; returns every id tombstoned or reached, in the order the store gave them.
+
+    Each store call (``erase_walk``) walks a bounded part of the lineage and never refuses; while it reports walks
+    still pending in the thread, it is called again with no ids, so the erasure always finishes, whatever lineage the
+    tenant wrote, one bounded transaction at a time. Every tombstone lands before this returns: run the hook and
+    delete after it.
+    """
+    tombstoned, pending = await config.vector_store.erase_walk(thread, ids, reason, now=now)
+    while pending:
+        more, pending = await config.vector_store.erase_walk(thread, [], reason, now=now)
+        tombstoned += more
+    return list(dict.fromkeys(tombstoned))
+
+
+async def purge(config: MemoryConfig, thread: Scope, ids: list[str]) -> ForgetResult:
+    """Delete the tombstoned, unheld bodies of ``ids``, :data:`DELETE_BATCH` per store call; an id a write stored
+    again since its tombstone is kept and named in the result, never raised, so it stops no other deletion."""
+    deleted, kept = 0, []
+    for start in range(0, len(ids), DELETE_BATCH):
+        count, overtaken = await config.vector_store.purge_tombstoned(thread, ids[start : start + DELETE_BATCH])
+        deleted, kept = deleted + count, kept + overtaken
+    return ForgetResult(deleted, sorted(kept))
+
+
+async def forget(
+    config: MemoryConfig, thread: Scope, ids: list[str], hold: bool, erase_derived: bool = False
+) -> ForgetResult:
+    """Tombstone ``ids`` (1 to :data:`DELETE_BATCH` unique ids) and their dependents (:func:`erase`), run the hook,
+    then delete (:func:`purge`).
 
     With ``hold`` the entries are put under legal hold instead and nothing is
     deleted (returns 0). Otherwise deletes the bodies of ``ids`` and, with
     ``erase_derived``, of every entry the lineage walk tombstoned because of
-    them (derived copies of what is forgotten), :data:`DELETE_BATCH` ids per
-    store call; held entries are never deleted. Returns how many bodies were
-    deleted, with the ``ids`` the store's walk did not reach (no entry of the
-    thread) as ``not_found``. The tombstones land in one transaction first, so an interrupted
-    erasure leaves only tombstoned (never injected) bodies, and calling again
-    finishes it.
+    them (derived copies of what is forgotten); held entries are never deleted.
+    Returns a :class:`ForgetResult`: the bodies deleted, the ids kept because a write stored them again
+    meanwhile, and the ``ids`` the walk did not reach (no entry of the thread). The tombstones land first,
+    so an interrupted erasure leaves only tombstoned (never injected) bodies, and calling again finishes it.
     """
-    invalidated = await config.vector_store.invalidate(thread, ids, "held" if hold else "deleted", now=config.now())
+    now = config.now()
+    invalidated = await erase(config, thread, ids, "held" if hold else "deleted", now)
     await run_invalidation_hook(config, invalidated)
     reached = set(invalidated)
-    not_found = tuple(entry_id for entry_id in ids if entry_id not in reached)
+    not_found = [entry_id for entry_id in ids if entry_id not in reached]
     if hold:
-        return ForgetCount(0, not_found)
-    doomed = list(dict.fromkeys([*ids, *invalidated])) if erase_derived else ids
-    deleted = 0
-    for start in range(0, len(doomed), DELETE_BATCH):
-        deleted += await config.vector_store.purge(thread, doomed[start : start + DELETE_BATCH])
-    return ForgetCount(deleted, not_found)
+        return ForgetResult(0, not_found=not_found)
+    purged = await purge(config, thread, list(dict.fromkeys([*ids, *invalidated])) if erase_derived else ids)
+    return ForgetResult(purged.deleted, purged.kept, not_found)
 
 
 async def apply_retention(
     config: MemoryConfig, thread: Scope, max_age_days: float | None, max_entries: int | None, batch_size: int
 ) -> RetentionResult:
     """One sweep: up to ``batch_size`` store-chosen candidates (older than ``max_age_days`` 24-hour days, or
-    beyond the newest ``max_entries``), held ones skipped; the rest are tombstoned as ``expired``, the hook
-    runs, then they are deleted. Returns ``RetentionResult(deleted, scanned)``."""
+    beyond the newest ``max_entries``), held ones skipped; the rest are tombstoned as ``expired`` (:func:`erase`),
+    the hook runs, then they are deleted. Returns ``RetentionResult(deleted, scanned)``."""
     now = config.now()
     candidates = await config.vector_store.retention_candidates(
         thread, None if max_age_days is None else float(max_age_days), max_entries, batch_size, now=now
@@ -143,9 +169,9 @@ async def apply_retention(
     doomed = [entry_id for entry_id, held in candidates if not held]
     if not doomed:
         return RetentionResult(0, len(candidates))
-    invalidated = await config.vector_store.invalidate(thread, doomed, "expired", now=now)
+    invalidated = await erase(config, thread, doomed, "expired", now)
     await run_invalidation_hook(config, invalidated)
-    return RetentionResult(await config.vector_store.purge(thread, doomed), len(candidates))
+    return RetentionResult((await purge(config, thread, doomed)).deleted, len(candidates))
 
 
 async def export_memory(
@@ -186,18 +212,19 @@ async def forget_resource(
     :data:`DELETE_BATCH` per store call: the batch's and, when erasing, the dependents' (a sweep leaves the
     dependents tombstoned, as :func:`apply_retention` does).
 
-    A batch whose lineage walk passes a cap (:class:`LineageLimitError`) is retried at half the size, down to
-    one entry (which then raises). ``next_cursor`` is ``None`` once a batch comes back short of its size.
+    No lineage stops a batch: the store's walk is bounded and never refuses, and a thread's walk it left pending is
+    finished here (:func:`erase` with no ids) before the hook runs. ``next_cursor`` is ``None`` once a batch comes
+    back short of its size.
     """
-    while True:
-        try:
-            rows = await config.vector_store.invalidate_resource(
-                config.scope, after, batch_size, expired_only=expired_only, now=config.now())
-            break
-        except LineageLimitError:
-            if batch_size == 1:
-                raise
-            batch_size //= 2
+    now = config.now()
+    rows = await config.vector_store.invalidate_resource(config.scope, after, batch_size, expired_only=expired_only,
+                                                         now=now)
+    reason = "expired" if expired_only else "deleted"
+    for thread_id in sorted({row[0] for row in rows if not (row[3] and row[4])}):
+        thread = Scope(config.scope.tenant_id, config.scope.resource_id, thread_id)
+        known = {row[1] for row in rows if row[0] == thread_id}
+        rows += [(thread_id, entry_id, 0, False, False)
+                 for entry_id in await erase(config, thread, [], reason, now) if entry_id not in known]
     picked = [row for row in rows if row[4]]
     invalidated: dict[str, list[str]] = {}  # per thread: what the batch tombstoned (a held dependent too)
     for thread_id, entry_id, _sequence, held, was_picked in rows:

@@ -53,6 +53,8 @@ OPERATIONS: tuple[Operation, ...] = (
               f"{_SCOPE}, text, text, text[], timestamptz, timestamptz"),
     Operation("VectorStore", "invalidate", "invalidate", "invalidate_v1", f"{_SCOPE}, text[], text, timestamptz"),
     Operation("VectorStore", "purge", "purge", "purge_v1", f"{_SCOPE}, text[]"),
+    Operation("VectorStore", "erase_walk", "erase_walk", "erase_walk_v1", f"{_SCOPE}, text[], text, timestamptz"),
+    Operation("VectorStore", "purge_tombstoned", "purge_tombstoned", "purge_v2", f"{_SCOPE}, text[]"),
     Operation("VectorStore", "set_consent", "set_consent", "set_consent_v1",
               f"{_SCOPE}, text, boolean, text, text, timestamptz, timestamptz, timestamptz"),
     Operation("VectorStore", "correct", "correct", "correct_v2", f"{_SCOPE}, text, text, vector, timestamptz"),

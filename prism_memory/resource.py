@@ -67,8 +67,8 @@ class ResourceOperations(MemoryBase):
         ``next_cursor`` until it is ``None``. Entries written into the
         resource while the erasure runs may be passed by the cursor: check
         :meth:`count_resource` afterwards, or run it again from the start.
-        Raises :class:`LineageLimitError` when one entry's lineage walk alone
-        passes the caps (depth 8, 256 edges); nothing of that batch changes.
+        No lineage stops it: each batch's walk over the dependents is bounded
+        and resumable, and is finished before the batch's deletes.
         """
         self._check_identity(identity, resource_wide=True)
         check_int_option("batch_size", batch_size, 1, DELETE_BATCH)

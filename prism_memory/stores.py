@@ -109,6 +109,19 @@ class VectorStore(Protocol):
         """[purge_v1] Delete the tombstoned, unheld bodies of ``ids``; return how many were deleted."""
         ...
 
+    async def erase_walk(
+        self, scope: Scope, ids: Sequence[str], reason: str, now: datetime | None = None
+    ) -> tuple[list[str], int]:
+        """[erase_walk_v1] Tombstone ``ids`` (0..64) with an erasure's ``reason`` (deleted, expired, held) and walk a
+        bounded part of their lineage dependents, continuing the thread's pending walks; never refuses. Return the
+        ids tombstoned or reached and how many walks stay pending in the thread (call again with no ids until 0)."""
+        ...
+
+    async def purge_tombstoned(self, scope: Scope, ids: Sequence[str]) -> tuple[int, list[str]]:
+        """[purge_v2] Delete the tombstoned, unheld bodies of ``ids`` (1..64); return how many were deleted and the
+        ids kept because a write stored them again after their tombstone (code-point order)."""
+        ...
+
     async def set_consent(
         self, scope: Scope, entry_id: str, change: ConsentChange, now: datetime | None = None
     ) -> tuple[MemoryRecord, list[str]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -205,25 +206,43 @@ class ResourceErasure:
     next_cursor: str | None
 
 
+class ForgetResult(int):
+    """What one ``forget`` did: an ``int``, the bodies deleted (as ``forget`` always returned), with
+
+    * ``deleted``: that count again;
+    * ``kept``: the ids it could not delete because a write stored them again after the forget
+      tombstoned them (a ``remember`` of the same id that committed while the forget ran), in code-point
+      order; each is stored as that write left it, and every other id was still forgotten;
+    * ``not_found``: the ids given that named no entry of the thread (never stored there, already
+      deleted, or in another thread), in the order given.
+
+    Equal to, and usable as, the plain count.
+    """
+
+    deleted: int
+    kept: list[str]
+    not_found: list[str]
+
+    def __new__(cls, deleted: int, kept: Sequence[str] = (), not_found: Sequence[str] = ()) -> ForgetResult:
+        result = super().__new__(cls, deleted)
+        result.deleted = int(deleted)
+        result.kept = list(kept)
+        result.not_found = list(not_found)
+        return result
+
+    def __repr__(self) -> str:
+        return f"ForgetResult(deleted={self.deleted}, kept={self.kept!r}, not_found={self.not_found!r})"
+
+    def __str__(self) -> str:  # printed as the count it always was
+        return str(self.deleted)
+
+
 @dataclass(frozen=True, slots=True)
 class RetentionResult:
     """One ``apply_retention`` sweep: entries ``deleted`` and ``scanned`` (held entries are scanned, never deleted)."""
 
     deleted: int
     scanned: int
-
-
-class ForgetCount(int):
-    """What :meth:`Memory.forget` returns: how many entry bodies it deleted (an ``int``, compared and added as
-    one), and ``not_found``, the ids given that named no entry of the thread (never stored there, already
-    deleted, or in another thread), in the order given."""
-
-    not_found: tuple[str, ...]
-
-    def __new__(cls, deleted: int, not_found: tuple[str, ...] = ()) -> ForgetCount:
-        count = super().__new__(cls, deleted)
-        count.not_found = tuple(not_found)
-        return count
 
 
 @dataclass(frozen=True, slots=True)
@@ -500,6 +519,7 @@ __all__ = [
     "RecallResult",
     "RecallScoringOptions",
     "RememberResult",
+    "ForgetResult",
     "ResourceErasure",
     "RetentionPolicy",
     "RetentionResult",

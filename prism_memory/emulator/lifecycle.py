@@ -27,6 +27,9 @@ ERASURE_REASONS = ("deleted", "expired", "held")
 #: The lineage walk's caps: edges, and depth (``invalidate_v1``; :class:`LineageLimitError` past either).
 MAX_WALK_EDGES = 256
 MAX_WALK_DEPTH = 8
+#: An erasure's walk per call (``erase_walk_v1``): entries newly tombstoned, and pending tombstones it starts from.
+ERASE_STEP_ENTRIES = 256
+ERASE_STEP_STARTS = 64
 
 
 def lineage_sources(row: EntryRow) -> list[str]:
@@ -94,6 +97,69 @@ class LifecycleOperations(EmulatorState):
             frontier = new
         return visited
 
+    async def erase_walk(
+        self, scope: Scope, ids: Sequence[str], reason: str, now: datetime | None = None
+    ) -> tuple[list[str], int]:
+        """Mirror of ``erase_walk_v1``: tombstone ``ids`` (0..64) with an erasure's ``reason`` and walk their
+        dependents, at most 256 untombstoned ones and 8 levels a call, from ``ids`` and up to 64 pending
+        tombstones; what it cannot reach stays pending. Returns the stored ids tombstoned or reached, sorted, and
+        how many tombstones of the thread stay pending. :class:`LimitExceededError` over 64 ids,
+        :class:`InvalidEntryError` for another reason."""
+        scope_texts(scope)
+        ids = check_texts(ids, "ids", InvalidEntryError)
+        check_text(reason, "reason", InvalidEntryError)
+        now = check_now(now)
+        key = self._key(scope)
+        if len(ids) > 64:
+            raise LimitExceededError(f"erase: at most 64 ids per call, got {len(ids)}")
+        if reason not in ERASURE_REASONS:
+            raise InvalidEntryError(f"erase: unknown reason {reason!r}")
+        rows = self._threads.get(key, {})
+        tombstones = self._tombstones.setdefault(key, {})
+        pending = self._pending.setdefault(key, set())
+        start = set(ids) | set(sorted(pending)[:ERASE_STEP_STARTS])
+        visited, walked, cut = self._erase_steps(key, start)
+        for entry_id in sorted(visited & rows.keys()):
+            kept = tombstones.get(entry_id, (reason, rows[entry_id].sequence))
+            erasure = reason in ERASURE_REASONS and kept[0] not in ERASURE_REASONS
+            tombstones[entry_id] = (reason, kept[1]) if erasure else kept
+        pending -= walked - cut  # settled: walked, and nothing left out
+        pending |= cut & rows.keys()
+        if reason == "held":
+            for entry_id in ids:
+                if entry_id in rows:
+                    rows[entry_id].legal_hold = True
+                    rows[entry_id].updated_at = now
+        return sorted(visited & rows.keys()), len(pending)
+
+    def _erase_steps(self, key: ThreadKey, start: set[str]) -> tuple[set[str], set[str], set[str]]:
+        """Mirror of ``erase_walk_reach_v1``, the walk from ``start``: breadth-first over edges in code-point
+        order ('source' chr(31) 'dependent'), through dependents without a tombstone or with a pending one, 256
+        untombstoned ones and 8 levels at most. Returns the ids visited, the ids whose dependents it looked for,
+        and those left pending."""
+        rows = self._threads.get(key, {})
+        tombstones, pending = self._tombstones.get(key, {}), self._pending.get(key, set())
+        dependents: dict[str, set[str]] = {}
+        for row in rows.values():
+            for source in lineage_sources(row):
+                if source != row.id:
+                    dependents.setdefault(source, set()).add(row.id)
+        visited, frontier, walked, budget, depth = set(start), set(start), set(), ERASE_STEP_ENTRIES, 0
+        while frontier:
+            depth += 1
+            walked |= frontier
+            found = sorted(((source, dependent) for source in frontier for dependent in dependents.get(source, ())
+                            if dependent not in visited), key=lambda edge: f"{edge[0]}\x1f{edge[1]}")
+            new = {dependent for _, dependent in found if dependent not in tombstones}
+            if depth > MAX_WALK_DEPTH or len(new) > budget:
+                taken = [] if depth > MAX_WALK_DEPTH else list(dict.fromkeys(d for _, d in found if d in new))[:budget]
+                cut = set(taken) | {source for source, d in found if d in new and d not in taken}
+                return visited | set(taken) | {d for _, d in found if d not in new}, walked, cut
+            budget -= len(new)
+            frontier = {dependent for _, dependent in found if dependent in new or dependent in pending}
+            visited |= {dependent for _, dependent in found}
+        return visited, walked, set()
+
     def _tombstone_from_sources(self, key: ThreadKey, ids: Sequence[str]) -> None:
         """Mirror of ``tombstone_from_sources_v1``: an entry with an invalid lineage source is invalid."""
         rows = self._threads.get(key, {})
@@ -132,6 +198,23 @@ class LifecycleOperations(EmulatorState):
             del rows[entry_id]
         self._unshare(key, doomed)
         return len(doomed)
+
+    async def purge_tombstoned(self, scope: Scope, ids: Sequence[str]) -> tuple[int, list[str]]:
+        """Mirror of ``purge_v2``: delete the tombstoned, unheld bodies of ``ids`` (1..64, else
+        :class:`LimitExceededError`); an untombstoned one (written again since) is kept and returned, sorted."""
+        scope_texts(scope)
+        ids = check_texts(ids, "ids", InvalidEntryError)
+        key = self._key(scope)
+        if not 1 <= len(ids) <= 64:
+            raise LimitExceededError(f"purge: between 1 and 64 ids per call, got {len(ids)}")
+        rows = self._threads.get(key, {})
+        tombstones = self._tombstones.get(key, {})
+        unheld = {entry_id for entry_id in ids if entry_id in rows and not rows[entry_id].legal_hold}
+        kept = sorted(entry_id for entry_id in unheld if entry_id not in tombstones)
+        for entry_id in unheld - set(kept):
+            del rows[entry_id]
+        self._unshare(key, unheld - set(kept))
+        return len(unheld) - len(kept), kept
 
     def _locked_row(self, key: ThreadKey, entry_id: str) -> EntryRow:
         """The row ``set_consent_v1`` and ``correct_v2`` lock, else :class:`EntryNotFoundError`."""

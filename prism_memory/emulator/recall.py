@@ -25,7 +25,7 @@ step                                  recall_v3
 ``_Reach``                            the gates: the scope gate (the thread; with ``p_across_threads`` the
                                       resource's other threads, travelling entries of the query's width
                                       outside ``v_foreign``; the granted ids); ``_admitted`` adds consent and
-                                      hold (``is_injectable_v1``), tombstones and expiry (``is_live_v1``)
+                                      hold (``is_injectable_v1``), tombstones and expiry (``is_live_v2``)
 ``_recall_candidates``                the three legs (the thread: ``recall_bounds_v1``, ``recall_rescore_v1``
                                       less its tombstones; the other threads: ``recall_top_v1``; the grants),
                                       scored ``similarity + 0.25 * lexical``, and the ``candidates`` CTE's

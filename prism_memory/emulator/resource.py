@@ -69,7 +69,7 @@ class ResourceOperations(EmulatorState):
         now: datetime | None = None,
     ) -> list[tuple[str, str, int, bool, bool]]:
         """Mirror of ``invalidate_resource_v1``: the next batch (of expired entries, ``expired_only``) tombstoned
-        thread by thread (``invalidate``, reason 'deleted' or 'expired', held entries skipped), all or nothing.
+        thread by thread (``erase_walk``, reason 'deleted' or 'expired', held entries skipped), all or nothing.
         Returns (thread, id, sequence, held, in the batch) for the batch's entries (1..64), in cursor order, then the
         lineage dependents the walk reached beyond it."""
         rows, now = self._resource_batch(scope, after, limit, 64, ("expired_only", expired_only), now)
@@ -83,7 +83,8 @@ class ResourceOperations(EmulatorState):
             for key in sorted(by_thread):
                 thread = Scope(*key)
                 reason = "expired" if expired_only else "deleted"
-                reached += [(key, entry_id) for entry_id in await self.invalidate(thread, by_thread[key], reason, now)]
+                tombstoned, _pending = await self.erase_walk(thread, by_thread[key], reason, now)
+                reached += [(key, entry_id) for entry_id in tombstoned]
         result = [(key[2], row.id, row.sequence, row.legal_hold, True) for key, row in picked]
         seen = {(key, row.id) for key, row in picked}
         others = sorted({(key, entry_id) for key, entry_id in reached if (key, entry_id) not in seen},

@@ -5,7 +5,7 @@ recall, lifecycle, sharing, resource-wide, reads), which
 :class:`prism_memory.emulator.store.EmulatorVectorStore` composes. Its
 dictionaries stand for the SQL tables; its methods are the rules more than
 one group applies: the scope key, the width rule (``assert_dimensions_v2``),
-the injectable-and-not-tombstoned gate, expiry (``is_live_v1``,
+the injectable-and-not-tombstoned gate, expiry (``is_live_v2``,
 ``retention_cutoff_v1``), and all-or-nothing over several threads.
 
 Every operation runs without awaiting in between, so it is atomic under asyncio.
@@ -17,7 +17,7 @@ import contextlib
 import copy
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,8 @@ from ..checks import check_scope
 from ..errors import DimensionMismatchError
 from ..types import MemoryConsent, MemoryRecord, Scope, check_int_option
 
+#: No expiry: later than every time (``'infinity'`` in SQL).
+NEVER = datetime.max.replace(tzinfo=timezone.utc)
 #: (tenant, resource, thread): one thread's rows; thread '' stands for the resource in the retention policies.
 ThreadKey = tuple[str, str, str]
 #: (tenant, parent resource, parent thread, child resource, child thread): one share grant.
@@ -53,6 +55,17 @@ class EntryRow:
     created_at: datetime
     updated_at: datetime
     expires_at: datetime | None = None
+    #: the oldest created_at and the earliest expires_at among its stored lineage sources, transitively
+    #: (``lineage_expiry_v1``; ``None``: no stored source, none that expires)
+    sources_created_at: datetime | None = None
+    sources_expire_at: datetime | None = None
+
+    def lineage_times(self) -> tuple[datetime, datetime]:
+        """The oldest created_at and the earliest expiry of the entry and its sources (:data:`NEVER`: none
+        expires): what ``is_live_v2`` compares."""
+        created = self.created_at if self.sources_created_at is None else min(self.created_at, self.sources_created_at)
+        expiries = [when for when in (self.expires_at, self.sources_expire_at) if when is not None]
+        return created, min(expiries, default=NEVER)
 
     def consented(self, require_consent: bool) -> bool:
         """Visible, not revoked, and explicitly consented when ``require_consent``."""
@@ -107,6 +120,9 @@ class EmulatorState:
         self._models: dict[ThreadKey, tuple[str, int]] = {}
         #: (tenant, resource, thread or '' for the resource) -> maximum age in days: the retention_policy table
         self._policies: dict[ThreadKey, float] = {}
+        #: thread -> the entry ids whose tombstone is pending (an erasure's walk to continue): the invalidation
+        #: table's pending column
+        self._pending: dict[ThreadKey, set[str]] = {}
 
     @staticmethod
     def _key(scope: Scope) -> ThreadKey:
@@ -138,9 +154,11 @@ class EmulatorState:
         return now - timedelta(days=min(ages)) if ages else None
 
     def _live(self, key: ThreadKey, row: EntryRow, now: datetime) -> bool:
-        """Mirror of ``is_live_v1``: not older than the policies of ``key`` allow, its ``expires_at`` still ahead."""
+        """Mirror of ``is_live_v2``: neither the entry nor a lineage source of it (transitively) is older than the
+        policies of ``key`` allow, and the earliest of their expiries is still ahead."""
         cutoff = self._cutoff(key, now)
-        return (cutoff is None or row.created_at >= cutoff) and (row.expires_at is None or row.expires_at > now)
+        created, expires = row.lineage_times()
+        return (cutoff is None or created >= cutoff) and expires > now
 
     @contextlib.contextmanager
     def _restored_on_error(self, keys: Sequence[ThreadKey]) -> Iterator[None]:
@@ -148,12 +166,13 @@ class EmulatorState:
 
         Writes replace rows rather than change them, so shallow copies suffice.
         """
-        saved = [(key, dict(self._threads.get(key, {})), dict(self._tombstones.get(key, {}))) for key in keys]
+        saved = [(key, dict(self._threads.get(key, {})), dict(self._tombstones.get(key, {})),
+                  set(self._pending.get(key, ()))) for key in keys]
         grants = dict(self._grants)
         try:
             yield
         except BaseException:
-            for key, rows, tombstones in saved:
-                self._threads[key], self._tombstones[key] = rows, tombstones
+            for key, rows, tombstones, pending in saved:
+                self._threads[key], self._tombstones[key], self._pending[key] = rows, tombstones, pending
             self._grants = grants
             raise

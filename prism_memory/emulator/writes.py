@@ -10,6 +10,7 @@ of their thread (the sharing group's ``_unshare``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -21,8 +22,9 @@ from ..errors import DimensionMismatchError, EmbeddingModelMismatchError, LimitE
 from ..lexical import lexical_terms
 from ..store_arguments import check_batch_writes, record_arguments, reembed_arguments
 from ..types import EmbeddingModel, EntryRecord, Scope
+from .lifecycle import lineage_sources
 from .rules import check_records
-from .state import EmulatorState, EntryRow, ThreadKey
+from .state import NEVER, EmulatorState, EntryRow, ThreadKey
 from .vectors import float32, norm_squared
 
 
@@ -161,6 +163,7 @@ class WriteOperations(EmulatorState):
             for position, (record, vector, meta) in enumerate(zip(records, vectors, metadata), start=1)
         }
         rows.update(written)
+        self._lineage_expiry(key, list(written))
         self._unshare(key, set(written))
         for entry_id in written:
             tombstones.pop(entry_id, None)
@@ -172,6 +175,50 @@ class WriteOperations(EmulatorState):
         for start in range(0, len(invalid), 64):
             dependents += await self.invalidate(scope, invalid[start : start + 64], "source-invalidated", now)
         return len(records), sorted({*invalid, *dependents})
+
+
+    def _lineage_expiry(self, key: ThreadKey, ids: list[str]) -> None:
+        """Mirror of ``lineage_expiry_v1`` after ``ids`` of thread ``key`` were written: each takes its sources'
+        times afresh from its direct sources, then the entries derived from them, transitively, take the written
+        entries' times where those are earlier (followed only while they move a time earlier)."""
+        rows = self._threads.get(key, {})
+        fresh = {}
+        for entry_id in ids:  # one statement in SQL: every source read as it was before it
+            sources = [rows[source].lineage_times() for source in lineage_sources(rows[entry_id])
+                       if source != entry_id and source in rows]
+            fresh[entry_id] = (min((created for created, _ in sources), default=None),
+                               min((expires for _, expires in sources if expires != NEVER), default=None))
+        for entry_id, (created, expires) in fresh.items():  # rows replaced, not changed: see _restored_on_error
+            rows[entry_id] = replace(rows[entry_id], sources_created_at=created, sources_expire_at=expires)
+        dependents: dict[str, list[EntryRow]] = {}
+        for row in rows.values():
+            for source in dict.fromkeys(lineage_sources(row)):
+                if source != row.id:
+                    dependents.setdefault(source, []).append(row)
+        flow = {(entry_id, *rows[entry_id].lineage_times()) for entry_id in ids}
+        frontier = list(flow)
+        while frontier:
+            reached = []
+            for source, created, expires in frontier:
+                for row in dependents.get(source, ()):
+                    own_created, own_expires = row.lineage_times()
+                    if created < own_created or expires < own_expires:
+                        item = (row.id, min(own_created, created), min(own_expires, expires))
+                        if item not in flow:
+                            flow.add(item)
+                            reached.append(item)
+            frontier = reached
+        earliest: dict[str, tuple[datetime, datetime]] = {}
+        for entry_id, created, expires in flow:
+            kept = earliest.get(entry_id, (created, expires))
+            earliest[entry_id] = (min(kept[0], created), min(kept[1], expires))
+        for entry_id, (created, expires) in earliest.items():  # one statement: every time decided first
+            row = rows[entry_id]
+            own_created, own_expires = row.lineage_times()
+            if created < own_created or expires < own_expires:
+                rows[entry_id] = replace(
+                    row, sources_created_at=created if created < own_created else row.sources_created_at,
+                    sources_expire_at=expires if expires < own_expires else row.sources_expire_at)
 
 
 def _upserted(

@@ -22,6 +22,8 @@ class Queries:
     recall: sql.Composed
     invalidate: sql.Composed
     purge: sql.Composed
+    erase_walk: sql.Composed
+    purge_tombstoned: sql.Composed
     set_consent: sql.Composed
     correct: sql.Composed
     retention_candidates: sql.Composed
@@ -117,6 +119,15 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
         ),
         purge=q(
             "select {s}.purge_v1("
+            "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, p_ids => %s::text[])"
+        ),
+        erase_walk=q(
+            "select tombstoned, pending from {s}.erase_walk_v1("
+            "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
+            "p_ids => %s::text[], p_reason => %s::text, p_now => %s::timestamptz)"
+        ),
+        purge_tombstoned=q(
+            "select deleted, kept from {s}.purge_v2("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, p_ids => %s::text[])"
         ),
         set_consent=q(

@@ -260,6 +260,21 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         [(deleted,)] = await self._fetch(self.queries.purge, (*_scope(scope), _ids(ids)))
         return int(deleted)
 
+    async def erase_walk(
+        self, scope: Scope, ids: Sequence[str], reason: str, now: datetime | None = None
+    ) -> tuple[list[str], int]:
+        """One ``erase_walk_v1`` call: a bounded part of an erasure's lineage walk; returns the ids tombstoned or
+        reached and how many walks stay pending in the thread."""
+        arguments = (*_scope(scope), _ids(ids), check_text(reason, "reason", InvalidEntryError), check_now(now))
+        [(tombstoned, pending)] = await self._fetch(self.queries.erase_walk, arguments)
+        return list(tombstoned), int(pending)
+
+    async def purge_tombstoned(self, scope: Scope, ids: Sequence[str]) -> tuple[int, list[str]]:
+        """One ``purge_v2`` call: deletes tombstoned, unheld bodies; returns how many, and the ids kept because a
+        write stored them again after their tombstone."""
+        [(deleted, kept)] = await self._fetch(self.queries.purge_tombstoned, (*_scope(scope), _ids(ids)))
+        return int(deleted), list(kept)
+
     async def set_consent(
         self, scope: Scope, entry_id: str, change: ConsentChange, now: datetime | None = None
     ) -> tuple[MemoryRecord, list[str]]:

@@ -17,7 +17,7 @@
 \ir functions/assert_now_v1.sql
 \ir functions/assert_resource_cursor_v1.sql
 \ir functions/is_injectable_v1.sql
-\ir functions/is_live_v1.sql
+\ir functions/is_live_v2.sql
 \ir functions/retention_cutoff_v1.sql
 \ir functions/leaves_thread_v1.sql
 \ir functions/lineage_is_valid_v1.sql
@@ -28,6 +28,7 @@
 \ir functions/update_working_v1.sql
 \ir functions/tombstone_from_sources_v1.sql
 \ir functions/unshare_v1.sql
+\ir functions/lineage_expiry_v1.sql
 \ir functions/remember_v2.sql
 \ir functions/remember_batch_v2.sql
 \ir functions/lexical_score_v1.sql
@@ -47,6 +48,10 @@
 \ir functions/invalidate_v1.sql
 \ir functions/invalidate_resource_v1.sql
 \ir functions/purge_v1.sql
+\ir functions/purge_v2.sql
+\ir functions/erase_walk_step_v1.sql
+\ir functions/erase_walk_reach_v1.sql
+\ir functions/erase_walk_v1.sql
 \ir functions/purge_resource_v1.sql
 \ir functions/set_consent_v1.sql
 \ir functions/correct_v2.sql

@@ -27,7 +27,8 @@ create type {{schema}}.recall_candidate_v1 as (
 -- expiry: recall_top_v1 takes them from there.
 create type {{schema}}.recall_probe_v1 as (
   row_id tid, resource_id text, thread_id text, id text, sequence bigint, importance double precision,
-  created_at timestamptz, similarity double precision, text_tsv tsvector, expires_at timestamptz);
+  created_at timestamptz, similarity double precision, text_tsv tsvector, expires_at timestamptz,
+  sources_created_at timestamptz, sources_expire_at timestamptz);
 
 -- Working memory: one versioned JSON document per tenant/resource, or per
 -- tenant/resource/thread. thread_id = '' is the resource-scoped record.
@@ -70,6 +71,13 @@ create table {{entries}} (
   -- When the entry stops being recalled, exported or injected (remember_v2's
   -- expires_at or ttl); NULL: never by itself. Revision 0012 added it.
   expires_at         timestamptz,
+  -- The oldest created_at and the earliest expires_at among the entry's stored
+  -- lineage sources, transitively (NULL: no stored source; none that
+  -- expires), kept by lineage_expiry_v1 when the entry or a source of it is
+  -- written. is_live_v2 reads them beside the entry's own: a derived entry
+  -- expires with its sources, at read time. Revision 0017 added them.
+  sources_created_at timestamptz,
+  sources_expire_at  timestamptz,
   primary key (tenant_id, resource_id, thread_id, id)
 );
 alter table {{entries}} alter column embedding set storage {{embedding_storage}};
@@ -101,6 +109,9 @@ create table {{invalidation}} (
   source_entry_id text,
   sequence        bigint,  -- the entry's sequence, so a deleted one is never reused
   created_at      timestamptz not null default now(),
+  -- An erasure's walk (erase_walk_v1) has not yet reached every entry derived
+  -- from this one: the next call continues from here. Revision 0017 added it.
+  pending         boolean     not null default false,
   primary key (tenant_id, resource_id, thread_id, entry_id)
 );
 create statistics {{invalidation_scope_stats}} (ndistinct, dependencies)

@@ -192,9 +192,9 @@ async def test_bad_expiry_and_policies_are_refused(backends):
                                                                      "thread_max_age_days": None}
 
 
-async def test_both_sweeps_delete_only_what_expired_and_tombstone_its_dependents(backends):
-    """apply_retention and apply_resource_retention agree: the expired entry's body goes; a summary derived
-    from it is tombstoned (never recalled again) but keeps its body until it expires or is forgotten."""
+async def test_both_sweeps_delete_what_expired_and_what_expired_with_it(backends):
+    """apply_retention and apply_resource_retention agree: the expired entry's body goes, and so does a summary
+    derived from it, which expired with it (an unrelated entry stays)."""
     async def scenario(backend, resource_wide):
         clock = Clock(T0)
         memory = backend.memory(tenant_id="acme", resource_id="a_b", thread_id="sweep", clock=clock)
@@ -211,7 +211,7 @@ async def test_both_sweeps_delete_only_what_expired_and_tombstone_its_dependents
 
     thread = await backends.run(lambda backend: scenario(backend, False))
     resource = await backends.run(lambda backend: scenario(backend, True))
-    assert thread == resource == {"deleted": 1, "stored": ["a_b-other", "a_b-summary"], "recall": ["a_b-other"]}
+    assert thread == resource == {"deleted": 2, "stored": ["a_b-other"], "recall": ["a_b-other"]}
 
 
 async def test_a_ttl_of_days_is_24_hours_each_across_a_daylight_saving_change(backends):

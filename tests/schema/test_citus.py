@@ -66,7 +66,9 @@ API_CALLS: dict[str, str] = {
                               f"{TEST_DIMENSIONS})",
     "invalidate_v1": "invalidate_v1(%(t)s, 'res-c', 'th-c', array['c1'], 'deleted')",
     "retention_candidates_v2": "retention_candidates_v2(%(t)s, 'res-c', 'th-c', null, 1, 8)",
+    "erase_walk_v1": "erase_walk_v1(%(t)s, 'res-c', 'th-c', array['c1'], 'deleted')",
     "purge_v1": "purge_v1(%(t)s, 'res-c', 'th-c', array['c1'])",
+    "purge_v2": "purge_v2(%(t)s, 'res-c', 'th-c', array['c1'])",
     "invalidate_resource_v1": "invalidate_resource_v1(%(t)s, 'res-c', p_limit => 2)",  # c2, c3: c1 is gone
     "purge_resource_v1": "purge_resource_v1(%(t)s, 'res-c', array['th-c', 'th-c'], array['c2', 'c3'])",
     "rag_upsert_v1": "rag_upsert_v1(%(t)s, 'docs', array['k1', 'k2'], array['s1', 's1'], array['alpha chunk', 'beta chunk'], "

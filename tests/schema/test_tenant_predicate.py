@@ -417,7 +417,8 @@ async def test_no_api_call_reads_another_tenants_rows(partitioned_dsn, pg_dsn):
 
     # The premise: in every tenant table the two tenants have rows in different partitions, and at
     # one moment or another rows at the same tuple ids (as on Citus shards), so a match by ctid
-    # alone mixes them. The first entries of each tenant sit at (0,1).
+    # alone mixes them. The first entries of each tenant sit at (0,1) and (0,2) (a derived entry's row is
+    # written again once its lineage times are stored, so one of them may have moved).
     acme, corp = (tenant.tenant_id for tenant in TENANTS)
     for key in DISTRIBUTED_TABLES:
         where = {tenant: {partition for rows in run.placements for partition, _ in rows[key, tenant]}
@@ -425,7 +426,7 @@ async def test_no_api_call_reads_another_tenants_rows(partitioned_dsn, pg_dsn):
         assert len(where[acme]) == 1 and len(where[corp]) == 1 and where[acme] != where[corp], (key, where)
         assert any(shared_ctids(rows, key, acme, corp) for rows in run.placements), (
             key, [(rows[key, acme], rows[key, corp]) for rows in run.placements])
-    assert "(0,1)" in shared_ctids(run.placements[0], "entries", acme, corp)
+    assert shared_ctids(run.placements[0], "entries", acme, corp) & {"(0,1)", "(0,2)"}
     for tenant in TENANTS:  # not vacuous: each tenant reads its own data back
         mine = partitioned[tenant.tenant_id]
         assert strings_with(mine["before.recall"], tenant.word) and strings_with(mine["after.rag_query"], tenant.word)

@@ -4,16 +4,17 @@
 -- at a time: picks the next p_limit (1..64) entries of every thread of the
 -- tenant and resource (exact ids: a derived resource is another one) after
 -- the (thread_id, sequence, id) cursor, in that order (code-point order for
--- the texts), and tombstones, thread by thread with invalidate_v1 (reason
--- 'deleted', its lock, lineage walk and caps: PM010 over them, and nothing
--- changes), those not under legal hold and their lineage dependents. Returns
+-- the texts), and tombstones, thread by thread with erase_walk_v1 (reason
+-- 'deleted', its lock and bounded walk, which never refuses: a walk it
+-- leaves pending is continued by the next erase_walk_v1 call in that
+-- thread), those not under legal hold and their lineage dependents. Returns
 -- the picked entries (picked true, in cursor order; held says whether the
 -- entry stays under its hold) and then the dependents the walks reached
 -- besides them (picked false), each with its thread and sequence. The next
 -- batch starts after the last picked entry; fewer than p_limit picked means
 -- the resource is done. purge_resource_v1 then deletes the bodies. With
 -- p_expired_only it picks only the entries that have expired at p_now
--- (is_live_v1, under the policies of the resource and of each thread) and
+-- (is_live_v2, under the policies of the resource and of each thread) and
 -- tombstones them as 'expired': the resource-wide retention sweep.
 create or replace function {{schema}}.invalidate_resource_v1(
   p_tenant_id text, p_resource_id text,
@@ -58,7 +59,7 @@ begin
                or (e.thread_id collate "C", e.sequence, e.id collate "C")
                   > (p_after_thread_id collate "C", p_after_sequence, p_after_id collate "C"))
           and (not p_expired_only
-               or not is_live_v1(e.created_at, e.expires_at,
+               or not is_live_v2(e.created_at, e.expires_at, e.sources_created_at, e.sources_expire_at,
                                  greatest(v_resource_cutoff, p_now - tp.max_age_days * interval '24 hours'), p_now))
         order by e.thread_id collate "C", e.sequence, e.id collate "C"
         limit p_limit) as b;
@@ -69,9 +70,9 @@ begin
     group by b.thread_id
     order by b.thread_id collate "C"
   loop
-    v_ids := array(select r.entry_id
-                   from invalidate_v1(p_tenant_id, p_resource_id, v_thread, v_ids,
-                                      case when p_expired_only then 'expired' else 'deleted' end, p_now) as r);
+    v_ids := (select w.tombstoned
+              from erase_walk_v1(p_tenant_id, p_resource_id, v_thread, v_ids,
+                                 case when p_expired_only then 'expired' else 'deleted' end, p_now) as w);
     v_reached_threads := v_reached_threads || array_fill(v_thread, array[cardinality(v_ids)]);
     v_reached_ids := v_reached_ids || v_ids;
   end loop;

@@ -3,7 +3,7 @@
 -- Entries of the thread after the (sequence, id) cursor, in (sequence, id)
 -- order, at most p_limit (1..200). With p_exportable only what an export may
 -- contain: explicitly consented, visible, not revoked, not held, not
--- tombstoned, and not expired at p_now (is_live_v1; the server's clock for a
+-- tombstoned, and not expired at p_now (is_live_v2; the server's clock for a
 -- tenant-bound role).
 create or replace function {{schema}}.list_entries_v2(
   p_tenant_id text, p_resource_id text, p_thread_id text,
@@ -34,7 +34,7 @@ begin
            or (e.sequence, e.id collate "C") > (p_after_sequence, p_after_id collate "C"))
       and (not p_exportable
            or (is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source, true)
-               and is_live_v1(e.created_at, e.expires_at, v_cutoff, p_now)
+               and is_live_v2(e.created_at, e.expires_at, e.sources_created_at, e.sources_expire_at, v_cutoff, p_now)
                and not exists (select 1 from {{invalidation}} i
                                where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
                                  and i.thread_id = p_thread_id and i.entry_id = e.id)))

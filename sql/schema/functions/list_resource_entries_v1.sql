@@ -6,7 +6,7 @@
 -- for the texts), at most p_limit (1..200), each with its thread. With
 -- p_exportable only what an export may contain: explicitly consented,
 -- visible, not revoked, not held, not tombstoned, and not expired at p_now
--- (is_live_v1, under the policies of the resource and of each thread; the
+-- (is_live_v2, under the policies of the resource and of each thread; the
 -- server's clock for a tenant-bound role). A cursor is all three values or
 -- none (PM005 otherwise).
 create or replace function {{schema}}.list_resource_entries_v1(
@@ -47,7 +47,7 @@ begin
               > (p_after_thread_id collate "C", p_after_sequence, p_after_id collate "C"))
       and (not p_exportable
            or (is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source, true)
-               and is_live_v1(e.created_at, e.expires_at,
+               and is_live_v2(e.created_at, e.expires_at, e.sources_created_at, e.sources_expire_at,
                               greatest(v_resource_cutoff, p_now - tp.max_age_days * interval '24 hours'), p_now)
                and not exists (select 1 from {{invalidation}} i
                                where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id

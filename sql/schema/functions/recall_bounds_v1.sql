@@ -1,7 +1,7 @@
 -- recall_v3's narrow first pass over one thread: the p_limit rows (all of them
 -- when p_limit is NULL) of the thread whose upper bound on the score is
 -- highest, injectable (is_injectable_v1 under p_require_consent) and live at
--- p_now (is_live_v1 under p_cutoff); each row as its ctid (same snapshot as
+-- p_now (is_live_v2 under p_cutoff); each row as its ctid (same snapshot as
 -- the caller, a stable function) and
 --   upper = similarity + 0.25 when its tsvector holds a term of p_any_term, else similarity
 -- (lexical <= 1, so no row's exact score exceeds it). Tombstones are not read
@@ -26,7 +26,7 @@ begin
     where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
       and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
                            p_require_consent)
-      and is_live_v1(e.created_at, e.expires_at, p_cutoff, p_now)
+      and is_live_v2(e.created_at, e.expires_at, e.sources_created_at, e.sources_expire_at, p_cutoff, p_now)
     order by 2 desc
     limit p_limit;
 end;

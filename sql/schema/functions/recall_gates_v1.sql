@@ -21,7 +21,7 @@ begin
       from recall_grants_v1(p_tenant_id, p_resource_id, p_thread_id, p_share_parent_thread_id, p_now) as g
     ), counted as materialized (
       -- Each entry counted, with the first gate it fails but expiry's.
-      select e.resource_id, e.thread_id, e.created_at, e.expires_at,
+      select e.resource_id, e.thread_id, e.created_at, e.expires_at, e.sources_created_at, e.sources_expire_at,
              case
                when not (e.resource_id = p_resource_id and e.thread_id = p_thread_id)
                     and not (vector_dims(e.embedding) = p_width
@@ -52,7 +52,9 @@ begin
     left join (select coalesce(c.gate, 'expiry') as name, count(*) as removed
                from counted c
                left join cutoffs t on t.resource_id = c.resource_id and t.thread_id = c.thread_id
-               where c.gate is not null or not is_live_v1(c.created_at, c.expires_at, t.cutoff, p_now)
+               where c.gate is not null
+                  or not is_live_v2(c.created_at, c.expires_at, c.sources_created_at, c.sources_expire_at,
+                                    t.cutoff, p_now)
                group by 1) as n
       on n.name = g.name
     order by g.position;

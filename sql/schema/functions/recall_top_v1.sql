@@ -1,6 +1,6 @@
 -- The best p_keep of recall_v3's probed rows (p_probes: rows of p_resource_id
 -- read with their distance, the cheap columns of the gate already applied):
--- those not expired at p_now (is_live_v1 under p_resource_cutoff and their
+-- those not expired at p_now (is_live_v2 under p_resource_cutoff and their
 -- thread's own policy, if any) and not tombstoned, scored exactly
 -- (similarity + 0.25 * lexical, lexical_score_v1 over p_terms), ordered by
 -- score desc, sequence, id, thread (code-point order for the texts).
@@ -25,7 +25,8 @@ begin
                      where tp.tenant_id = p_tenant_id and tp.resource_id = p_resource_id and tp.thread_id <> '') as tp
             on tp.thread_id = p.thread_id
           cross join lateral (select lexical_score_v1(p.text_tsv, p_terms, p_any_term) as lexical) as l
-          where is_live_v1(p.created_at, p.expires_at, greatest(p_resource_cutoff, tp.cutoff), p_now)
+          where is_live_v2(p.created_at, p.expires_at, p.sources_created_at, p.sources_expire_at,
+                           greatest(p_resource_cutoff, tp.cutoff), p_now)
             -- One probe of the tombstones' key per row (a subplan: as an anti-join,
             -- planned for a few rows, it read the resource's tombstones per row).
             and (select true from {{invalidation}} i

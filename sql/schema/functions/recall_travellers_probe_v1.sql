@@ -35,13 +35,14 @@ begin
           and e.thread_id <> all (p_foreign)
           and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
                                p_require_consent)
-          and is_live_v1(e.created_at, e.expires_at, p_resource_cutoff, p_now)
+          and is_live_v2(e.created_at, e.expires_at, e.sources_created_at, e.sources_expire_at,
+                         p_resource_cutoff, p_now)
         order by upper desc
         limit p_limit
       )
       select array(select row(e.ctid, p_resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,
                               1::float8 - (e.embedding <=> p_query_embedding), e.text_tsv,
-                              e.expires_at)::{{schema}}.recall_probe_v1
+                              e.expires_at, e.sources_created_at, e.sources_expire_at)::{{schema}}.recall_probe_v1
                    from bounds b
                    join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = b.row_id) as probes,
              (select count(*) from bounds) as probed, (select min(b.upper) from bounds b) as floor
@@ -55,16 +56,18 @@ begin
   -- longer list.
   perform set_config('hnsw.ef_search', least(1000, p_limit + p_limit / 4 + 16)::text, true);
   execute 'select coalesce(array_agg(row(p.row_id, $2, p.thread_id, p.id, p.sequence, p.importance,'
-          || ' p.created_at, p.similarity, p.text_tsv, p.expires_at)::{{schema}}.recall_probe_v1), ''{}''),'
+          || ' p.created_at, p.similarity, p.text_tsv, p.expires_at, p.sources_created_at, p.sources_expire_at)'
+          || '::{{schema}}.recall_probe_v1), ''{}''),'
           || ' count(*), min(p.similarity) + 0.25::float8'
           || ' from (select e.ctid as row_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,'
-          || ' e.expires_at, e.text_tsv, 1::float8 - (e.embedding <=> $4) as similarity'
+          || ' e.expires_at, e.sources_created_at, e.sources_expire_at, e.text_tsv,'
+          || ' 1::float8 - (e.embedding <=> $4) as similarity'
           || ' from {{entries}} e'
           || ' where e.tenant_id = $1 and e.resource_id = $2 and e.thread_id <> $3 and e.thread_id <> all ($9)'
           || ' and {{schema}}.leaves_thread_v1(e.consent_scope)'
           || ' and {{schema}}.is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold,'
           || ' e.consent_source, $5)'
-          || ' and {{schema}}.is_live_v1(e.created_at, e.expires_at, $6, $7)'
+          || ' and {{schema}}.is_live_v2(e.created_at, e.expires_at, e.sources_created_at, e.sources_expire_at, $6, $7)'
           || ' order by e.embedding <=> $4 limit $8) as p'
     into probes, probed, floor
     using p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, p_require_consent, p_resource_cutoff,

@@ -17,8 +17,9 @@
 --   score      = similarity + 0.25 * lexical
 -- Only injectable entries take part: visible, not revoked, not held, not
 -- tombstoned (an indexed NOT EXISTS), explicitly consented when
--- p_require_consent, and not expired at p_now (is_live_v1: its expires_at, and
--- the retention policies of its resource and thread, retention_cutoff_v1).
+-- p_require_consent, and not expired at p_now (is_live_v2: its expires_at, and
+-- the retention policies of its resource and thread, retention_cutoff_v1; an
+-- entry whose lineage source, transitively, has expired has expired with it).
 -- An entry of another embedding width than the query never takes part but in
 -- its own thread (an unpinned install). Hits (kind 'hit', rank 1..top_k) are
 -- ordered by score desc, sequence asc, id asc (code-point order), then thread
@@ -271,7 +272,8 @@ begin
               and not (p_across_threads and e.resource_id = p_resource_id and leaves_thread_v1(e.consent_scope))
               and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
                                    p_require_consent)
-              and is_live_v1(e.created_at, e.expires_at, g.cutoff, p_now)
+              and is_live_v2(e.created_at, e.expires_at, e.sources_created_at, e.sources_expire_at,
+                             g.cutoff, p_now)
               and not exists (select 1 from {{invalidation}} i
                               where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
                                 and i.thread_id = e.thread_id and i.entry_id = e.id)
@@ -336,7 +338,8 @@ begin
                           and e.id = any(g.source_ids)))
         and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
                              p_require_consent)
-        and is_live_v1(e.created_at, e.expires_at, coalesce(greatest(rp.cutoff, tp.cutoff), '-infinity'), p_now)
+        and is_live_v2(e.created_at, e.expires_at, e.sources_created_at, e.sources_expire_at,
+                       coalesce(greatest(rp.cutoff, tp.cutoff), '-infinity'), p_now)
         and not exists (select 1 from {{invalidation}} i
                         where i.tenant_id = p_tenant_id and i.resource_id = e.resource_id
                           and i.thread_id = e.thread_id and i.entry_id = e.id)

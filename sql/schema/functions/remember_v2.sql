@@ -3,7 +3,7 @@
 -- Upserts a batch of entries into one thread, all or nothing. Arrays are
 -- parallel (one element per entry); p_metadata, p_sequences, p_importance,
 -- p_consent, p_expires_at and p_ttl may be null. An entry expires (is no
--- longer recalled, exported or injected: is_live_v1) at its expires_at, which
+-- longer recalled, exported or injected: is_live_v2) at its expires_at, which
 -- must be after p_now, or at p_now + its ttl (more than 0, at most 36,500
 -- days of 24 hours: added in UTC, so a daylight-saving change of the session's
 -- time zone never moves it; p_now is the server's clock for a tenant-bound
@@ -13,7 +13,9 @@
 -- or for a new entry takes (max sequence in the thread) + (position in the
 -- batch); a missing consent keeps the stored one (legacy for a new entry).
 -- Importance is clamped to [0, 1]; metadata._lineage is checked; created_at
--- and updated_at are p_now. A written entry is tombstoned exactly when one of
+-- and updated_at are p_now. A written entry expires with its lineage
+-- sources, and an entry derived from it with it (lineage_expiry_v1, read by
+-- is_live_v2). A written entry is tombstoned exactly when one of
 -- its lineage sources is invalid. A written id leaves every share grant of
 -- the thread (unshare_v1). Returns the number of entries written.
 create or replace function {{schema}}.remember_v2(
@@ -153,6 +155,7 @@ begin
         consent_visible = excluded.consent_visible, consent_granted_at = excluded.consent_granted_at,
         consent_revoked_at = excluded.consent_revoked_at, updated_at = excluded.updated_at,
         expires_at = excluded.expires_at;
+  perform lineage_expiry_v1(p_tenant_id, p_resource_id, p_thread_id, p_ids);
   perform unshare_v1(p_tenant_id, p_resource_id, p_thread_id, p_ids);
 
   -- A written entry is invalidated exactly when one of its lineage sources is;

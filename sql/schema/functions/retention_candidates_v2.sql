@@ -1,7 +1,7 @@
 -- API function (prism_memory/operations.py; security definer, see recall_v3).
 --
 -- The next retention sweep: entries of the thread that have expired at p_now
--- (is_live_v1: their expires_at has passed, or they are older than a stored
+-- (is_live_v2: their expires_at has passed, or they are older than a stored
 -- policy of their resource or thread allows), older than p_max_age_days
 -- (created_at before p_now minus that many 24-hour days) or beyond the newest
 -- p_max_entries (by sequence, id), oldest first, until p_batch_size (1..64)
@@ -32,7 +32,7 @@ begin
   v_cutoff := retention_cutoff_v1(p_tenant_id, p_resource_id, p_thread_id, p_now);
   return query
     with ranked as (
-      select e.id, e.legal_hold, e.sequence, e.created_at, e.expires_at,
+      select e.id, e.legal_hold, e.sequence, e.created_at, e.expires_at, e.sources_created_at, e.sources_expire_at,
              row_number() over (order by e.sequence desc, e.id collate "C" desc) as newest_rank
       from {{entries}} e
       where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
@@ -41,7 +41,7 @@ begin
              count(*) filter (where not r.legal_hold)
                over (order by r.sequence, r.id collate "C" rows unbounded preceding) as deletable_so_far
       from ranked r
-      where not is_live_v1(r.created_at, r.expires_at, v_cutoff, p_now)
+      where not is_live_v2(r.created_at, r.expires_at, r.sources_created_at, r.sources_expire_at, v_cutoff, p_now)
          or (p_max_age_days is not null and r.created_at < p_now - p_max_age_days * interval '24 hours')
          or (p_max_entries is not null and r.newest_rank > p_max_entries)
     )
