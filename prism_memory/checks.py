@@ -130,7 +130,8 @@ def check_access_version(value: object, what: str = "access_version") -> int:
 
 
 _EARLIEST = datetime(1, 1, 2, tzinfo=timezone.utc)
-_LATEST = datetime(9999, 12, 30, tzinfo=timezone.utc)
+#: The latest time stored (``assert_time_v1``): a day inside Python's ``datetime``, whatever the time zone.
+LATEST_TIME = datetime(9999, 12, 30, tzinfo=timezone.utc)
 
 
 def check_aware(value: object, what: str, error: type[Exception] = InvalidEntryError) -> datetime | None:
@@ -144,7 +145,7 @@ def check_aware(value: object, what: str, error: type[Exception] = InvalidEntryE
     if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
         raise error(f"{what} must be a timezone-aware datetime, got {value!r}")
     try:
-        in_range = _EARLIEST <= value.astimezone(timezone.utc) <= _LATEST
+        in_range = _EARLIEST <= value.astimezone(timezone.utc) <= LATEST_TIME
     except OverflowError:
         in_range = False
     if not in_range:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any
 
-from .checks import MAX_ENTRY_ID_BYTES, MAX_LINEAGE_SOURCES, MAX_SEQUENCE, check_aware, check_id, entry_label
+from .checks import LATEST_TIME, MAX_ENTRY_ID_BYTES, MAX_LINEAGE_SOURCES, MAX_SEQUENCE, check_aware, check_id, entry_label
 from .errors import (
     InvalidEntryError,
     LimitExceededError,
@@ -172,13 +172,10 @@ def check_expiry(expires_at: object, ttl: object, where: str) -> None:
 #: The longest ``ttl`` an entry may be written with (``remember_v2``).
 MAX_TTL = timedelta(days=36500)
 
-#: The latest expiry an entry may have: the last instant Python's ``datetime`` holds (``remember_v2``).
-MAX_EXPIRY = datetime.max.replace(tzinfo=timezone.utc)
-
 
 def check_expiry_range(records: Sequence[MemoryEntry | EntryRecord], now: datetime) -> None:
     """``remember_v2``'s expiry ranges, after its other entry checks: each ``expires_at`` after ``now``, each ``ttl``
-    more than 0 and at most :data:`MAX_TTL`, ending no later than :data:`MAX_EXPIRY`, else
+    more than 0 and at most :data:`MAX_TTL`, ending no later than :data:`~prism_memory.checks.LATEST_TIME`, else
     :class:`LimitExceededError` (PM005). ``Memory.remember``
     checks them against the memory's clock before it queues a write; the emulator's store checks them again at
     its own ``now``, as ``remember_v2`` does."""
@@ -188,6 +185,6 @@ def check_expiry_range(records: Sequence[MemoryEntry | EntryRecord], now: dateti
         ):
             raise LimitExceededError(f"{entry_label(position, record.id)}: expires_at must be after now, a ttl "
                                      "more than 0 and at most 36500 days")
-        if record.ttl is not None and now > MAX_EXPIRY - record.ttl:
+        if record.ttl is not None and now > LATEST_TIME - record.ttl:
             raise LimitExceededError(f"{entry_label(position, record.id)}: the ttl would end after "
-                                     "9999-12-31 23:59:59.999999 UTC, the latest expiry an entry may have")
+                                     "9999-12-30 00:00 UTC, the latest time stored")

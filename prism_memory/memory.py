@@ -146,7 +146,7 @@ class Memory(ConsentOperations, ResourceOperations, RetentionOperations):
         :class:`PayloadTooLargeError`, :class:`LimitExceededError` for more
         than ``limits.remember_entries``, or an ``expires_at`` not after the
         memory's clock, a ``ttl`` not in (0, 36,500 days] or one ending after
-        9999-12-31 UTC); nothing is written if one fails.
+        9999-12-30 00:00 UTC); nothing is written if one fails.
         With ``wait=False`` (the default) indexing runs in the
         background: the result has ``pending`` > 0 and ``done=False``; await
         :meth:`flush` to finish it and re-raise a failure (no other call raises

@@ -148,7 +148,8 @@ $$;
 -- must be after p_now, or at p_now + its ttl (more than 0, at most 36,500
 -- days of 24 hours: added in UTC, so a daylight-saving change of the session's
 -- time zone never moves it; p_now is the server's clock for a tenant-bound
--- role); giving both is
+-- role), ending no later than 9999-12-30 00:00 UTC, the latest time stored
+-- (assert_time_v1). Giving both is
 -- PM002, a time out of range PM005. Without either a stored entry keeps its
 -- expiry (none for a new entry). A missing sequence keeps the stored entry's sequence,
 -- or for a new entry takes (max sequence in the thread) + (position in the
@@ -237,10 +238,13 @@ begin
   perform assert_time_v1(x, 'expires_at') from unnest(p_expires_at) as x where x is not null;
   select format('entry %s (%s): %s', e.ord, e.id,
                 case when e.expires_at <= p_now then 'expires_at must be after now'
-                     else 'ttl must be more than 0 and at most 36500 days' end)
+                     when e.ttl <= interval '0' or e.ttl > interval '36500 days'
+                       then 'ttl must be more than 0 and at most 36500 days'
+                     else 'the ttl would end after 9999-12-30 00:00 UTC, the latest time stored' end)
   into v_problem
   from unnest(p_ids, p_expires_at, p_ttl) with ordinality as e(id, expires_at, ttl, ord)
   where e.expires_at <= p_now or e.ttl <= interval '0' or e.ttl > interval '36500 days'
+     or ((p_now at time zone 'UTC') + e.ttl) at time zone 'UTC' > timestamptz '9999-12-30 00:00:00+00'
   order by e.ord
   limit 1;
   if v_problem is not null then

@@ -289,18 +289,36 @@ def test_a_bound_roles_ttl_and_reads_use_the_servers_clock(pg_dsn, role):
 
 
 async def test_a_ttl_that_would_end_after_year_9999_is_refused_at_the_call(backends):
-    """An expiry Python's ``datetime`` cannot hold is refused with the same typed error on both backends; a ttl
-    ending exactly at the last instant is stored."""
+    """A ttl ending after the latest time stored (9999-12-30 UTC, inside Python's ``datetime`` in any time zone)
+    is refused with the same typed error on both backends; one ending exactly then is stored."""
     late = datetime(9999, 12, 1, tzinfo=timezone.utc)
-    last_instant = datetime.max.replace(tzinfo=timezone.utc)
+    last_instant = datetime(9999, 12, 30, tzinfo=timezone.utc)
 
     async def scenario(backend):
         memory = backend.memory(tenant_id="acme-corp", resource_id="user-1", clock=Clock(late))
         try:
             await memory.remember([{"id": "late-ttl", "text": "t", "ttl": timedelta(days=31)}], wait=True)
         except LimitExceededError as exc:
-            refused = "9999-12-31" in str(exc)
+            refused = "9999-12-30" in str(exc)
         await memory.remember([{"id": "last-ttl", "text": "t", "consent": USER, "ttl": last_instant - late}], wait=True)
         return refused, [record.id for record in (await memory.export_memory(memory.config.scope)).entries]
 
     assert await backends.run(scenario) == [True, ["last-ttl"]]
+
+
+def test_remember_v2_refuses_an_expiry_after_year_9999_from_psql(pg_dsn):
+    """A direct SQL caller gets the range error too: PM005 for a ttl ending after 9999-12-30 UTC (PM002 for such an
+    ``expires_at``, as for any time out of the stored range)."""
+    vector = "array[array_fill(1, array[64])::vector]"
+    call = (f"select prism_memory.remember_v2('acme', 'user_1', 't1', array['late'], array['late note'], {vector}, "
+            "p_expires_at => %s::timestamptz[], p_ttl => %s::interval[], p_now => %s)")
+    late = datetime(9999, 12, 1, tzinfo=timezone.utc)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        for expires_at, ttl, sqlstate in ((None, ["29 days 00:00:00.000001"], "PM005"),
+                                          (["9999-12-31 00:00:00+00"], None, "PM002")):
+            with pytest.raises(psycopg.Error) as raised:
+                conn.execute(call, (expires_at, ttl, late))
+            assert raised.value.sqlstate == sqlstate and "9999" in raised.value.diag.message_primary
+        conn.execute(call, (None, ["29 days"], late))
+        [(count,)] = conn.execute("select count(*) from prism_memory.semantic_memory where id = 'late'").fetchall()
+    assert count == 1
