@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +66,15 @@ class Caller:
     async def count(self, thread: str | None = None) -> int:
         page = await self.ok("list_memories", limit=100, **({} if thread is None else {"thread": thread}))
         return len(page["entries"])
+
+
+#: Seconds a server subprocess may take to start, answer or stop.
+SERVER_START_S = 60
+
+
+def mcp_command(*options: str) -> list[str]:
+    """The ``prism-memory`` command line with ``options``, run by this interpreter."""
+    return [sys.executable, "-m", "prism_memory", *options]
 
 
 SCOPE = server_scope("acme", "user-ada", "thread-1")
