@@ -83,6 +83,11 @@ class Distribution:
 #: Whether the citus extension is installed in the connected database.
 HAS_CITUS_SQL = "select exists (select 1 from pg_catalog.pg_extension where extname = 'citus')"
 #: Whether the table named by the parameter is a Citus distributed table (needs citus installed).
+#: How many workers (primary nodes other than the coordinator, active, taking shards) the cluster has.
+ACTIVE_WORKERS_SQL = (
+    "select count(*) from pg_catalog.pg_dist_node "
+    "where isactive and noderole = 'primary' and shouldhaveshards and groupid <> 0"
+)
 IS_DISTRIBUTED_SQL = (
     "select exists (select 1 from pg_catalog.pg_dist_partition where logicalrelid = pg_catalog.to_regclass(%s))"
 )
@@ -169,7 +174,10 @@ def distribute(dsn: str, config: SchemaConfig | None = None, *, shard_count: int
     applies to tables distributed now (default: ``citus.shard_count``).
 
     Raises :class:`ConfigurationError` when the database has no citus
-    extension, when the install has tenant-bound roles (role OIDs differ from
+    extension, when the cluster has no active worker (Citus would put every
+    shard on the coordinator and register it as ``localhost``, after which
+    ``citus_add_node`` fails until ``citus_set_coordinator_host`` runs, and
+    the shards would stay there), when the install has tenant-bound roles (role OIDs differ from
     node to node, so a binding cannot follow a role there: docs/scaling.md),
     or when Citus refuses a step; :class:`SchemaVersionError` when the
     install is missing, or at a revision before :data:`FIRST_REVISION` or
@@ -200,6 +208,12 @@ def _distributable_revision(conn, config: SchemaConfig) -> int:
         raise ConfigurationError(
             "this database has no citus extension: distribute() needs a Citus coordinator "
             "(create extension citus, then add the workers)")
+    if not conn.execute(ACTIVE_WORKERS_SQL).fetchone()[0]:
+        raise ConfigurationError(
+            "this Citus cluster has no active worker: distributing now would put every shard on the coordinator, "
+            "and they would stay there. Add the workers first, on the coordinator: "
+            "select citus_set_coordinator_host('<coordinator host>', <port>); "
+            "select citus_add_node('<worker host>', <port>) for each worker; then distribute (docs/scaling.md)")
     if conn.execute("select pg_catalog.to_regclass(%s) is null", (names["entries"],)).fetchone()[0]:
         raise SchemaVersionError(f"schema {config.schema!r} holds no install here: migrate it first")
     version = installed_revision(conn, config.schema)

@@ -397,3 +397,22 @@ def test_every_node_has_the_stemming_dictionary_and_tokenizes_alike(pg_dsn):
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         assert tokenizer_state(conn) == expected
     assert_distributed_and_delegated(catalog_state(pg_dsn))
+
+
+@citus_only
+def test_distribute_refuses_a_cluster_without_workers(server_dsn, capsys):
+    """Without a worker, Citus would put every shard on the coordinator and register it as ``localhost``, after
+    which adding a worker fails until ``citus_set_coordinator_host`` runs, and the shards stay there. A database
+    of its own on the coordinator has no node until one is added: distribute refuses it, changing nothing."""
+    dsn = server_dsn("noworkers")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("create extension citus")
+        conn.execute("create extension vector")
+    migrate(dsn, TEST_CONFIG)
+    with pytest.raises(ConfigurationError, match="no active worker.*citus_set_coordinator_host.*citus_add_node"):
+        distribute(dsn, TEST_CONFIG)
+    assert cli_main(["--dsn", dsn, "distribute"]) != 0
+    assert "no active worker" in capsys.readouterr().err
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("select count(*) from pg_dist_partition").fetchone()[0] == 0
+        assert conn.execute("select count(*) from pg_dist_node").fetchone()[0] == 0
