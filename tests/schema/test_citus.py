@@ -12,8 +12,10 @@ from a role without the grant nor a tenant binding can be used against it.
 
 from __future__ import annotations
 
+import re
 import secrets
 from datetime import datetime
+from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
 import psycopg
@@ -30,7 +32,7 @@ from prism_memory.citus import (
 )
 from prism_memory.cli import main as cli_main
 from prism_memory.operations import API_FUNCTIONS
-from prism_memory.schema import REVISIONS, downgrade, grant_app_role, migrate
+from prism_memory.schema import REVISIONS, SchemaConfig, downgrade, grant_app_role, migrate
 
 from conftest import CITUS, TEST_CONFIG, TEST_DIMENSIONS, citus_placement
 
@@ -92,6 +94,15 @@ def login_role(pg_dsn):
     with psycopg.connect(pg_dsn, autocommit=True) as admin:
         admin.execute(f"drop owned by {role}")
         admin.execute(f"drop role {role}")
+
+
+def test_the_scaling_doc_lists_every_distributed_table():
+    """docs/scaling.md lists, between its distributed-tables markers, the tables distribute() distributes (the
+    default install's names), in its order."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "scaling.md").read_text()
+    listed = text.split("<!-- distributed-tables -->")[1].split("<!-- /distributed-tables -->")[0]
+    names = SchemaConfig().names
+    assert re.findall(r"^\s*- `(\w+)`", listed, re.M) == [names[key].split(".")[-1].strip('"') for key in DISTRIBUTED_TABLES]
 
 
 def test_every_api_function_has_a_call_here():
