@@ -10,6 +10,17 @@ propagated to every node, each API function delegated by its first argument
 holds the tenant, its per-thread advisory locks included, in or out of an
 explicit transaction.
 
+Citus crashes the backend that plans a delegated call (and with it every
+session of the node) when the call's tenant is a NULL constant, however it
+got there (a literal, ``nullif``, a bound parameter), or when the call is
+wrapped in a subquery or an inlined CTE. So the delegated functions are
+copies, in a schema of their own (:func:`delegated_schema`) on which no role
+but the owner has USAGE, and no caller can name them; the API function of
+the install's schema becomes a guard of the same signature, not delegated,
+which refuses a NULL tenant and then calls its copy in the one shape Citus
+delegates safely. Whatever shape a caller wraps the guard in, the guard runs
+on the coordinator, and its copy on the tenant's node.
+
 How the delegated functions plan their statements depends on the Citus build
 (:func:`caches_local_plans` asks every node). Citus 12.1.11 to 12.1.12, 13.2.1
 to 13.2.2 and 14.0.0 to 14.0.1 never find the local plan they cache for a
@@ -60,6 +71,26 @@ REFERENCE_TABLES: tuple[str, ...] = ("tenant_binding",)
 FIRST_REVISION = 9
 #: API functions that take no tenant, so run where they are called.
 UNDELEGATED_FUNCTIONS: frozenset[str] = frozenset({"install_info_v1"})
+#: The first line of every guard's body: how :func:`distribute` tells a guard from an API function's own body.
+GUARD_MARKER = "-- prism-memory guard: calls its delegated copy"
+#: A guard (formatted with the API function's name, arguments, result, volatility, the copy's schema, the
+#: install's schema and the call): refuses a NULL tenant with the tenant rule's error (PM001), then calls the
+#: copy with every argument, in the FROM clause, as Citus delegates it.
+GUARD_SQL = """
+create function {schema}.{name}({arguments})
+returns {result}
+language plpgsql {volatility} security definer
+set search_path = pg_catalog, pg_temp
+as $guard$
+{marker}
+{declare}begin
+  if $1 is null then
+    perform {schema}.assert_id_v1(null, 'tenant_id', 256, 'PM001');
+  end if;
+  {call}
+end;
+$guard$
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,27 +280,38 @@ def _distribute_tables(conn, names: dict[str, str], version: int, shard_count: i
     return distributed
 
 
+def delegated_schema(config: SchemaConfig) -> str:
+    """The schema that holds the delegated copies of ``config``'s API functions: ``<schema>_delegated``."""
+    return f"{config.schema}_delegated"
+
+
 def _distribute_functions(conn, config: SchemaConfig, mode: str) -> tuple[int, int]:
-    """Send every function of the schema to every node, each API function delegated by its tenant and set to
-    plan_cache_mode ``mode``; returns how many were delegated and how many only propagated."""
+    """Send every function of the schema to every node, each API function behind its guard, its copy delegated
+    by its tenant and set to plan_cache_mode ``mode``; returns how many were delegated and how many only
+    propagated (the guards among them)."""
     from psycopg import sql
 
     names = config.names
     delegated = propagated = 0
     api = {name for name, _ in API_FUNCTIONS} - UNDELEGATED_FUNCTIONS
+    copies = sql.Identifier(delegated_schema(config))
+    conn.execute(sql.SQL("create schema if not exists {}").format(copies))
     # SQL-language bodies last: a worker checks such a body when the function arrives, so the functions
     # it calls must be there first.
     functions = conn.execute(
-        "select p.oid::regprocedure::text, p.proname from pg_catalog.pg_proc p "
+        "select p.oid, p.oid::regprocedure::text, p.proname from pg_catalog.pg_proc p "
         "where p.pronamespace = pg_catalog.to_regnamespace(%s) "
         "order by p.prolang = (select l.oid from pg_catalog.pg_language l where l.lanname = 'sql'), p.oid",
         (names["schema"],),
     ).fetchall()
-    for signature, name in functions:
+    kept: set[str] = set()
+    for oid, signature, name in functions:
         if name in api:
+            copy = _guard(conn, config, oid)
+            kept.add(copy)
             conn.execute(
                 "select create_distributed_function(%s, '$1', colocate_with => %s, force_delegation => true)",
-                (signature, names["entries"]),
+                (copy, names["entries"]),
             )
             # auto where Citus reuses its local plans; else every statement planned for its parameters,
             # since Citus re-plans a cached generic plan's single-shard statement on every execution
@@ -277,19 +319,80 @@ def _distribute_functions(conn, config: SchemaConfig, mode: str) -> tuple[int, i
             # worker's connection grew by 1.3 GB in 16 s of update_working calls). Either replaces a
             # function's own setting (recall_v3's force_generic_plan: Citus cannot route a generic
             # plan of a statement that joins tables). Citus propagates the setting to every node.
-            conn.execute(sql.SQL("alter function {} set plan_cache_mode = {}").format(
-                sql.SQL(signature), sql.SQL(mode)))
+            conn.execute(sql.SQL("alter function {} set plan_cache_mode = {}").format(sql.SQL(copy), sql.SQL(mode)))
             delegated += 1
         else:
             conn.execute("select create_distributed_function(%s)", (signature,))
             propagated += 1
+    for (stale,) in conn.execute(_SIGNATURES_SQL, (delegated_schema(config),)).fetchall():
+        if stale not in kept:  # the copy of a function a migration dropped or changed
+            conn.execute(sql.SQL("drop function {}").format(sql.SQL(stale)))
     # create_distributed_function re-creates a function on the workers with the default ACL
     # (EXECUTE for PUBLIC) and then adds the coordinator's grants: take PUBLIC's away again, on
-    # every node (Citus propagates the revoke), as the revisions do.
+    # every node (Citus propagates the revoke), as the revisions do. The copies keep none: only
+    # their guards (running as the owner) call them.
     schema = sql.Identifier(config.schema)
     conn.execute(sql.SQL("revoke execute on all functions in schema {} from public").format(schema))
+    conn.execute(sql.SQL("revoke execute on all functions in schema {} from public").format(copies))
     conn.execute(sql.SQL("grant execute on function {}.install_info_v1() to public").format(schema))
     return delegated, propagated
+
+
+#: The signatures (``schema.name(argument types)``, quoted as needed) of the functions of schema %s.
+_SIGNATURES_SQL = (
+    "select format('%%I.%%I(%%s)', n.nspname, p.proname, pg_catalog.oidvectortypes(p.proargtypes)) "
+    "from pg_catalog.pg_proc p join pg_catalog.pg_namespace n on n.oid = p.pronamespace where n.nspname = %s"
+)
+#: What a guard is made of, for the function of OID %s: whether it is one already, its signature, its copy's,
+#: its schema's, its copy schema's and its name (quoted as needed), its arguments, result, whether it returns a
+#: set, its volatility, how many arguments it takes, its definition and the roles granted EXECUTE on it but its
+#: owner.
+_FUNCTION_SQL = """
+select strpos(p.prosrc, %s::text) > 0,
+       format('%%I.%%I(%%s)', n.nspname, p.proname, pg_catalog.oidvectortypes(p.proargtypes)),
+       format('%%I.%%I(%%s)', %s::text, p.proname, pg_catalog.oidvectortypes(p.proargtypes)),
+       format('%%I', n.nspname), format('%%I', %s::text), format('%%I', p.proname),
+       pg_catalog.pg_get_function_arguments(p.oid), pg_catalog.pg_get_function_result(p.oid),
+       p.proretset, p.provolatile, p.pronargs, pg_catalog.pg_get_functiondef(p.oid),
+       array(select r.rolname from pg_catalog.aclexplode(p.proacl) a join pg_catalog.pg_roles r on r.oid = a.grantee
+             where a.privilege_type = 'EXECUTE' and a.grantee <> p.proowner)
+from pg_catalog.pg_proc p join pg_catalog.pg_namespace n on n.oid = p.pronamespace
+where p.oid = %s
+"""
+_VOLATILITY = {"i": "immutable", "s": "stable", "v": "volatile"}
+
+
+def _guard(conn, config: SchemaConfig, oid: int) -> str:
+    """Put the API function of OID ``oid`` behind a guard (a copy of its body in :func:`delegated_schema`, and
+    in its place a guard of the same signature and grants, not delegated); returns the copy's signature.
+
+    A guard already there is kept (its copy must exist: else :class:`ConfigurationError`). The guard is
+    dropped and created, not replaced: Citus keeps a replaced function's delegation on the workers."""
+    from psycopg import sql
+
+    copies = delegated_schema(config)
+    (guarded, signature, copy, schema, copy_schema, name, arguments, result, returns_set, volatility, count,
+     definition, grantees) = conn.execute(_FUNCTION_SQL, (GUARD_MARKER, copies, copies, oid)).fetchone()
+    if guarded:
+        if conn.execute("select pg_catalog.to_regprocedure(%s) is null", (copy,)).fetchone()[0]:
+            raise ConfigurationError(f"{signature} is a guard whose delegated copy {copy} is missing: migrate again")
+        return copy
+    conn.execute(definition.replace(f"FUNCTION {schema}.{name}(", f"FUNCTION {copy_schema}.{name}(", 1))
+    arguments_passed = ", ".join(f"${n}" for n in range(1, count + 1))
+    target = f"{copy_schema}.{name}({arguments_passed})"
+    if returns_set:
+        declare, call = "", f"return query select * from {target};"
+    elif result == "void":
+        declare, call = "", f"perform * from {target};"
+    else:
+        declare, call = f"declare\n  v_result {result};\n", f"select * into v_result from {target};\n  return v_result;"
+    conn.execute(sql.SQL("drop function {}").format(sql.SQL(signature)))
+    conn.execute(GUARD_SQL.format(
+        schema=schema, name=name, arguments=arguments, result=result,
+        volatility=_VOLATILITY[volatility], marker=GUARD_MARKER, declare=declare, call=call))
+    for grantee in grantees:
+        conn.execute(sql.SQL("grant execute on function {} to {}").format(sql.SQL(signature), sql.Identifier(grantee)))
+    return copy
 
 
 def _regclass_text(conn, name: str) -> str:
