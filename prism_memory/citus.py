@@ -296,6 +296,8 @@ def _distribute_functions(conn, config: SchemaConfig, mode: str) -> tuple[int, i
     api = {name for name, _ in API_FUNCTIONS} - UNDELEGATED_FUNCTIONS
     copies = sql.Identifier(delegated_schema(config))
     conn.execute(sql.SQL("create schema if not exists {}").format(copies))
+    # Every type a guard names is then printed schema-qualified: a guard runs with pg_catalog alone on its path.
+    conn.execute("select pg_catalog.set_config('search_path', 'pg_catalog', false)")
     # SQL-language bodies last: a worker checks such a body when the function arrives, so the functions
     # it calls must be there first.
     functions = conn.execute(
@@ -325,7 +327,7 @@ def _distribute_functions(conn, config: SchemaConfig, mode: str) -> tuple[int, i
             conn.execute("select create_distributed_function(%s)", (signature,))
             propagated += 1
     for (stale,) in conn.execute(_SIGNATURES_SQL, (delegated_schema(config),)).fetchall():
-        if stale not in kept:  # the copy of a function a migration dropped or changed
+        if stale not in kept and ".from_text_" not in stale:  # the copy of a function a migration dropped or changed
             conn.execute(sql.SQL("drop function {}").format(sql.SQL(stale)))
     # create_distributed_function re-creates a function on the workers with the default ACL
     # (EXECUTE for PUBLIC) and then adds the coordinator's grants: take PUBLIC's away again, on
@@ -345,15 +347,19 @@ _SIGNATURES_SQL = (
 )
 #: What a guard is made of, for the function of OID %s: whether it is one already, its signature, its copy's,
 #: its schema's, its copy schema's and its name (quoted as needed), its arguments, result, whether it returns a
-#: set, its volatility, how many arguments it takes, its definition and the roles granted EXECUTE on it but its
-#: owner.
+#: set, its volatility, for each argument the name of its type when it is not built in (else NULL), its
+#: definition and the roles granted EXECUTE on it but its owner.
 _FUNCTION_SQL = """
 select strpos(p.prosrc, %s::text) > 0,
        format('%%I.%%I(%%s)', n.nspname, p.proname, pg_catalog.oidvectortypes(p.proargtypes)),
        format('%%I.%%I(%%s)', %s::text, p.proname, pg_catalog.oidvectortypes(p.proargtypes)),
        format('%%I', n.nspname), format('%%I', %s::text), format('%%I', p.proname),
        pg_catalog.pg_get_function_arguments(p.oid), pg_catalog.pg_get_function_result(p.oid),
-       p.proretset, p.provolatile, p.pronargs, pg_catalog.pg_get_functiondef(p.oid),
+       p.proretset, p.provolatile,
+       array(select case when t.oid >= 16384 then pg_catalog.format_type(t.oid, null) end
+             from unnest(p.proargtypes::oid[]) with ordinality as a(type, n) join pg_catalog.pg_type t on t.oid = a.type
+             order by a.n),
+       pg_catalog.pg_get_functiondef(p.oid),
        array(select r.rolname from pg_catalog.aclexplode(p.proacl) a join pg_catalog.pg_roles r on r.oid = a.grantee
              where a.privilege_type = 'EXECUTE' and a.grantee <> p.proowner)
 from pg_catalog.pg_proc p join pg_catalog.pg_namespace n on n.oid = p.pronamespace
@@ -371,21 +377,29 @@ def _guard(conn, config: SchemaConfig, oid: int) -> str:
     from psycopg import sql
 
     copies = delegated_schema(config)
-    (guarded, signature, copy, schema, copy_schema, name, arguments, result, returns_set, volatility, count,
+    (guarded, signature, copy, schema, copy_schema, name, arguments, result, returns_set, volatility, custom_types,
      definition, grantees) = conn.execute(_FUNCTION_SQL, (GUARD_MARKER, copies, copies, oid)).fetchone()
     if guarded:
         if conn.execute("select pg_catalog.to_regprocedure(%s) is null", (copy,)).fetchone()[0]:
             raise ConfigurationError(f"{signature} is a guard whose delegated copy {copy} is missing: migrate again")
         return copy
     conn.execute(definition.replace(f"FUNCTION {schema}.{name}(", f"FUNCTION {copy_schema}.{name}(", 1))
-    arguments_passed = ", ".join(f"${n}" for n in range(1, count + 1))
-    target = f"{copy_schema}.{name}({arguments_passed})"
+    # Citus sends a delegated call's parameters along with the call it prints with their values, and sends
+    # the type of one of a type that is not built in (vector) as unknown, which the node then cannot
+    # resolve: such an argument reaches the call as text, turned back by an immutable function (which the
+    # planner runs once, so the printed call holds the value).
+    declared = [f"  v_{n} text := ${n}::text;\n" for n, type_name in enumerate(custom_types, 1) if type_name]
+    passed = ", ".join(f"{_from_text(conn, copy_schema, type_name)}(v_{n})" if type_name else f"${n}"
+                       for n, type_name in enumerate(custom_types, 1))
+    target = f"{copy_schema}.{name}({passed})"
     if returns_set:
-        declare, call = "", f"return query select * from {target};"
+        call = f"return query select * from {target};"
     elif result == "void":
-        declare, call = "", f"perform * from {target};"
+        call = f"perform * from {target};"
     else:
-        declare, call = f"declare\n  v_result {result};\n", f"select * into v_result from {target};\n  return v_result;"
+        declared.append(f"  v_result {result};\n")
+        call = f"select * into v_result from {target};\n  return v_result;"
+    declare = "declare\n" + "".join(declared) if declared else ""
     conn.execute(sql.SQL("drop function {}").format(sql.SQL(signature)))
     conn.execute(GUARD_SQL.format(
         schema=schema, name=name, arguments=arguments, result=result,
@@ -393,6 +407,18 @@ def _guard(conn, config: SchemaConfig, oid: int) -> str:
     for grantee in grantees:
         conn.execute(sql.SQL("grant execute on function {} to {}").format(sql.SQL(signature), sql.Identifier(grantee)))
     return copy
+
+
+def _from_text(conn, copy_schema: str, type_name: str) -> str:
+    """The name of the immutable function of ``copy_schema`` that reads a value of type ``type_name``
+    (schema-qualified) from its text, created and sent to every node if missing."""
+    name = f"{copy_schema}.from_text_" + "".join(
+        c if c.isalnum() else "_" for c in type_name.replace("[]", "_array")).strip("_")
+    if conn.execute("select pg_catalog.to_regprocedure(%s) is null", (f"{name}(text)",)).fetchone()[0]:
+        conn.execute(f"create function {name}(p_text text) returns {type_name} language plpgsql immutable "
+                     f"set search_path = pg_catalog, pg_temp as $from$ begin return p_text::{type_name}; end $from$")
+        conn.execute("select create_distributed_function(%s)", (f"{name}(text)",))
+    return name
 
 
 def _regclass_text(conn, name: str) -> str:
