@@ -73,14 +73,18 @@ FIRST_REVISION = 9
 UNDELEGATED_FUNCTIONS: frozenset[str] = frozenset({"install_info_v1"})
 #: The first line of every guard's body: how :func:`distribute` tells a guard from an API function's own body.
 GUARD_MARKER = "-- prism-memory guard: calls its delegated copy"
-#: A guard (formatted with the API function's name, arguments, result, volatility, the copy's schema, the
-#: install's schema and the call): refuses a NULL tenant with the tenant rule's error (PM001), then calls the
-#: copy with every argument, in the FROM clause, as Citus delegates it.
+#: A guard (formatted with the install's schema, the API function's name, arguments, result and volatility, the
+#: marker, the declarations and the call): refuses a NULL tenant with the tenant rule's error (PM001), then
+#: calls the copy with every argument, in the FROM clause, as Citus delegates it. Outside a transaction block
+#: the copy's call then runs on its node as a call made alone would, in a transaction of its own there:
+#: without ``citus.function_opens_transaction_block = off`` Citus would open a distributed transaction
+#: around it from the coordinator, which made a recall 1.8 ms slower (0.13 ms with it off).
 GUARD_SQL = """
 create function {schema}.{name}({arguments})
 returns {result}
 language plpgsql {volatility} security definer
 set search_path = pg_catalog, pg_temp
+set citus.function_opens_transaction_block = off
 as $guard$
 {marker}
 {declare}begin
@@ -98,9 +102,9 @@ class Distribution:
     """What :func:`distribute` did.
 
     ``tables_distributed``: tables it distributed now (empty when all already
-    were); ``functions_delegated``: API functions delegated by their tenant;
-    ``functions_propagated``: every other function of the schema, sent to
-    every node; ``plan_cache_mode``: what the delegated functions were set to,
+    were); ``functions_delegated``: API functions delegated by their tenant
+    (their copies, each behind its guard); ``functions_propagated``: every
+    other function of the schema (the guards among them), sent to every node; ``plan_cache_mode``: what the delegated functions were set to,
     ``"auto"`` where Citus reuses its local plans, else ``"force_custom_plan"``
     (:func:`caches_local_plans`).
     """
@@ -113,12 +117,12 @@ class Distribution:
 
 #: Whether the citus extension is installed in the connected database.
 HAS_CITUS_SQL = "select exists (select 1 from pg_catalog.pg_extension where extname = 'citus')"
-#: Whether the table named by the parameter is a Citus distributed table (needs citus installed).
 #: How many workers (primary nodes other than the coordinator, active, taking shards) the cluster has.
 ACTIVE_WORKERS_SQL = (
     "select count(*) from pg_catalog.pg_dist_node "
     "where isactive and noderole = 'primary' and shouldhaveshards and groupid <> 0"
 )
+#: Whether the table named by the parameter is a Citus distributed table (needs citus installed).
 IS_DISTRIBUTED_SQL = (
     "select exists (select 1 from pg_catalog.pg_dist_partition where logicalrelid = pg_catalog.to_regclass(%s))"
 )
@@ -205,7 +209,8 @@ def distribute(dsn: str, config: SchemaConfig | None = None, *, shard_count: int
     applies to tables distributed now (default: ``citus.shard_count``).
 
     Raises :class:`ConfigurationError` when the database has no citus
-    extension, when the cluster has no active worker (Citus would put every
+    extension, when the schema's name leaves no room for
+    :func:`delegated_schema`'s, when the cluster has no active worker (Citus would put every
     shard on the coordinator and register it as ``localhost``, after which
     ``citus_add_node`` fails until ``citus_set_coordinator_host`` runs, and
     the shards would stay there), when the install has tenant-bound roles (role OIDs differ from
@@ -245,6 +250,10 @@ def _distributable_revision(conn, config: SchemaConfig) -> int:
             "and they would stay there. Add the workers first, on the coordinator: "
             "select citus_set_coordinator_host('<coordinator host>', <port>); "
             "select citus_add_node('<worker host>', <port>) for each worker; then distribute (docs/scaling.md)")
+    if len(delegated_schema(config).encode()) > 63:
+        raise ConfigurationError(
+            f"schema {config.schema!r} is too long to distribute: its delegated copies go to "
+            f"{delegated_schema(config)!r}, over PostgreSQL's 63 bytes")
     if conn.execute("select pg_catalog.to_regclass(%s) is null", (names["entries"],)).fetchone()[0]:
         raise SchemaVersionError(f"schema {config.schema!r} holds no install here: migrate it first")
     version = installed_revision(conn, config.schema)
