@@ -6,9 +6,9 @@ colocated with the entries table, so one tenant's rows of every table live in
 one shard group on one node; the tenant-binding table becomes a reference
 table (every node reads it locally); and every function of the schema is
 propagated to every node, each API function delegated by its first argument
-(the tenant) with ``force_delegation``, so a call runs whole on the node that
-holds the tenant, its per-thread advisory locks included, in or out of an
-explicit transaction.
+(the tenant) with ``force_delegation`` (through a copy behind a guard, below),
+so a call runs whole on the node that holds the tenant, its per-thread
+advisory locks included, in or out of an explicit transaction.
 
 Citus crashes the backend that plans a delegated call (and with it every
 session of the node) when the call's tenant is a NULL constant, however it
