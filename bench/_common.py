@@ -88,11 +88,13 @@ def local_postgres(dsn: str | None) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def scratch_schema(dsn: str, prefix: str) -> Iterator[str]:
-    """A fresh schema name (``<prefix>_<hex>``); the schema is dropped afterwards."""
+def scratch_schema(dsn: str, prefix: str, suffixes: tuple[str, ...] = ()) -> Iterator[str]:
+    """A fresh schema name (``<prefix>_<hex>``); the schema, and each ``<prefix>_<hex><suffix>`` (the schemas an
+    install keeps beside its own), are dropped afterwards."""
     name = f"{prefix}_{secrets.token_hex(4)}"
     try:
         yield name
     finally:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("drop schema if exists {} cascade").format(sql.Identifier(name)))
+            for schema in (name, *(name + suffix for suffix in suffixes)):
+                conn.execute(sql.SQL("drop schema if exists {} cascade").format(sql.Identifier(schema)))

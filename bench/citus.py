@@ -33,7 +33,7 @@ import time
 import numpy as np
 import psycopg
 from prism_memory import create_hash_embedder, create_postgres_memory_stores
-from prism_memory.citus import distribute
+from prism_memory.citus import delegated_schema, distribute
 from prism_memory.schema import SchemaConfig, migrate
 from prism_memory.types import EntryRecord
 from psycopg import sql
@@ -103,7 +103,8 @@ async def main() -> None:
         raise SystemExit("bench/citus.py needs --citus-url or $PRISM_TEST_CITUS_URL (a coordinator with workers)")
     citus_url = check_local(args.citus_url)
     result: dict[str, object] = {"entries": args.entries, "runs": args.runs, "interleaved": True}
-    with scratch_schema(citus_url, "bench_citus") as citus_schema, local_postgres(args.plain_url) as plain_url, \
+    copies = delegated_schema(SchemaConfig("bench_citus"))[len("bench_citus"):]  # distribute() keeps them beside
+    with scratch_schema(citus_url, "bench_citus", (copies,)) as citus_schema, local_postgres(args.plain_url) as plain_url, \
             scratch_schema(plain_url, "bench_plain") as plain_schema:
         *citus_engine, result["citus_plan_cache_mode"] = await load(citus_url, citus_schema, True, args)
         engines = {"citus": tuple(citus_engine), "plain": (await load(plain_url, plain_schema, False, args))[:3]}

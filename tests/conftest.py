@@ -120,7 +120,7 @@ def citus_database() -> str:
 def citus_install() -> str:
     """The Citus lane's database, freshly migrated with ``TEST_CONFIG`` and distributed (once per session)."""
     import psycopg
-    from prism_memory.citus import distribute, has_citus
+    from prism_memory.citus import delegated_schema, distribute, has_citus
 
     database = citus_database()
     with psycopg.connect(CITUS_URL, autocommit=True) as conn:
@@ -130,6 +130,7 @@ def citus_install() -> str:
         if not workers:
             pytest.exit(f"PRISM_TEST_CITUS_URL: no worker added to {database!r} (citus_add_node)", returncode=4)
         conn.execute(f"drop schema if exists {TEST_CONFIG.schema} cascade")
+        conn.execute(f"drop schema if exists {delegated_schema(TEST_CONFIG)} cascade")
         _reset_citus_database_settings(conn, database)
     migrate(CITUS_URL, TEST_CONFIG)
     distribute(CITUS_URL, TEST_CONFIG)

@@ -12,8 +12,10 @@ from a role without the grant nor a tenant binding can be used against it.
 
 from __future__ import annotations
 
+import re
 import secrets
 from datetime import datetime
+from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
 import psycopg
@@ -23,14 +25,16 @@ from prism_memory.citus import (
     DISTRIBUTED_TABLES,
     FIRST_REVISION,
     REFERENCE_TABLES,
+    GUARD_MARKER,
     UNDELEGATED_FUNCTIONS,
     caches_local_plans,
+    delegated_schema,
     distribute,
     plan_cache_mode,
 )
 from prism_memory.cli import main as cli_main
 from prism_memory.operations import API_FUNCTIONS
-from prism_memory.schema import REVISIONS, downgrade, grant_app_role, migrate
+from prism_memory.schema import REVISIONS, SchemaConfig, downgrade, grant_app_role, migrate
 
 from conftest import CITUS, TEST_CONFIG, TEST_DIMENSIONS, citus_placement
 
@@ -38,6 +42,7 @@ citus_only = pytest.mark.skipif(not CITUS, reason="needs a Citus coordinator: se
 plain_only = pytest.mark.skipif(CITUS, reason="the plain-PostgreSQL side of distribution; the Citus lane checks the other")
 
 NAMES = TEST_CONFIG.names
+COPIES = delegated_schema(TEST_CONFIG)
 VECTOR = "[" + ",".join(["0.125"] * TEST_DIMENSIONS) + "]"
 #: One call of every API function but install_info_v1, for tenant %(t)s (named arguments, defaults elsewhere).
 API_CALLS: dict[str, str] = {
@@ -96,6 +101,15 @@ def login_role(pg_dsn):
         admin.execute(f"drop role {role}")
 
 
+def test_the_scaling_doc_lists_every_distributed_table():
+    """docs/scaling.md lists, between its distributed-tables markers, the tables distribute() distributes (the
+    default install's names), in its order."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "scaling.md").read_text()
+    listed = text.split("<!-- distributed-tables -->")[1].split("<!-- /distributed-tables -->")[0]
+    names = SchemaConfig().names
+    assert re.findall(r"^\s*- `(\w+)`", listed, re.M) == [names[key].split(".")[-1].strip('"') for key in DISTRIBUTED_TABLES]
+
+
 def test_every_api_function_has_a_call_here():
     assert set(API_CALLS) == {name for name, _ in API_FUNCTIONS} - UNDELEGATED_FUNCTIONS
 
@@ -141,25 +155,35 @@ def test_every_api_call_answers_on_plain_postgres(pg_dsn):
     assert [row[4] for row in results["recall_v3"] if row[0] == "hit"] == ["c1", "c3", "c2"]  # 'alpha' ties broken by sequence
 
 
+#: Each function of schema %s: its name, then distribution argument, force_delegation, colocation, plan mode and
+#: whether it is a guard, ``-`` for none (run on the coordinator).
+FUNCTIONS_SQL = (
+    "select p.proname, coalesce(o.distribution_argument_index::text, '-') || ':' "
+    "|| coalesce(o.force_delegation::text, '-') || ':' || coalesce(o.colocationid::text, '-') || ':' "
+    "|| coalesce((select c from unnest(p.proconfig) as c where c like 'plan_cache_mode=%%'), '-') || ':' "
+    "|| (strpos(p.prosrc, %s) > 0)::text "
+    "from pg_proc p left join pg_dist_object o on o.classid = 'pg_proc'::regclass and o.objid = p.oid "
+    "where p.pronamespace = to_regnamespace(%s)"
+)
+
+
 def catalog_state(dsn: str) -> dict:
-    """What Citus knows of the install: tables, colocation, delegation, and each node's function definitions."""
+    """What Citus knows of the install: tables, colocation, delegation (the install's functions and their
+    delegated copies), and each node's function definitions of both schemas."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         tables = {key: conn.execute(
             "select partmethod::text || ':' || coalesce(column_to_column_name(logicalrelid, partkey), '') || ':' "
             "|| colocationid from pg_dist_partition where logicalrelid = to_regclass(%s)", (NAMES[key],)).fetchone()
             for key in DISTRIBUTED_TABLES + REFERENCE_TABLES}
-        functions = dict(conn.execute(
-            "select p.proname, coalesce(o.distribution_argument_index::text, '-') || ':' "
-            "|| coalesce(o.force_delegation::text, '-') || ':' || coalesce(o.colocationid::text, '-') || ':' "
-            "|| coalesce((select c from unnest(p.proconfig) as c where c like 'plan_cache_mode=%%'), '-') "
-            "from pg_proc p left join pg_dist_object o on o.classid = 'pg_proc'::regclass and o.objid = p.oid "
-            "where p.pronamespace = 'prism_memory'::regnamespace").fetchall())
+        functions = dict(conn.execute(FUNCTIONS_SQL, (GUARD_MARKER, TEST_CONFIG.schema)).fetchall())
+        copies = dict(conn.execute(FUNCTIONS_SQL, (GUARD_MARKER, COPIES)).fetchall())
         definitions = conn.execute(
-            "select result from run_command_on_all_nodes($$select md5(string_agg(p.proname || pg_get_functiondef(p.oid) "
-            "|| coalesce(p.proacl::text, 'default'), ',' order by p.proname)) "
-            "from pg_proc p where p.pronamespace = 'prism_memory'::regnamespace$$)").fetchall()
+            "select result from run_command_on_all_nodes($$select md5(string_agg(p.oid::regprocedure::text "
+            "|| pg_get_functiondef(p.oid) || coalesce(p.proacl::text, 'default'), ',' order by p.oid::regprocedure::text)) "
+            "from pg_proc p where p.pronamespace in ('prism_memory'::regnamespace, 'prism_memory_delegated'::regnamespace)$$)"
+        ).fetchall()
         mode = plan_cache_mode(conn, NAMES["entries"])
-    return {"tables": tables, "functions": functions, "definitions": {row[0] for row in definitions},
+    return {"tables": tables, "functions": functions, "copies": copies, "definitions": {row[0] for row in definitions},
             "plan_cache_mode": mode}
 
 
@@ -170,11 +194,13 @@ def assert_distributed_and_delegated(state: dict) -> None:
     for key in REFERENCE_TABLES:
         assert state["tables"][key][0].startswith("n:"), key
     api = {name for name, _ in API_FUNCTIONS} - UNDELEGATED_FUNCTIONS
-    for name, delegation in state["functions"].items():
-        if name in api:  # in distribute()'s plan mode on every node (pg_get_functiondef below shows the SET)
-            assert delegation == f"0:true:{colocation}:plan_cache_mode={state['plan_cache_mode']}", name
-        else:
-            assert delegation.split(":")[0] == "-", name  # on every node, not delegated
+    for name, delegation in state["functions"].items():  # on every node, none delegated; each API one a guard
+        assert delegation == f"-:-:-:-:{str(name in api).lower()}", name
+    # Each API function's copy delegated, in distribute()'s plan mode on every node (pg_get_functiondef below
+    # shows the SET); beside them only the guards' readers of vectors from text, not delegated.
+    copies = {name: delegation for name, delegation in state["copies"].items() if not name.startswith("from_text_")}
+    assert copies == {name: f"0:true:{colocation}:plan_cache_mode={state['plan_cache_mode']}:false" for name in api}
+    assert {state["copies"][name] for name in state["copies"].keys() - copies.keys()} == {"-:-:-:-:false"}
     assert len(state["definitions"]) == 1  # every node holds the coordinator's definitions and grants
 
 
@@ -192,14 +218,15 @@ def test_the_install_is_distributed_colocated_and_delegated(pg_dsn):
 
 @citus_only
 def test_a_migration_delegates_again_what_it_re_creates(pg_dsn):
-    """A revision that drops and re-creates an API function leaves it undelegated; migrate() delegates it again.
-    The newest revision is undone and run again (a replay over its own objects would find them there)."""
+    """A revision that drops and re-creates an API function puts its body back in place of its guard, neither
+    guarded nor delegated; migrate() puts it behind its guard again. The newest revision is undone and run again
+    (a replay over its own objects would find them there)."""
+    signature = "prism_memory.count_entries_v1(text, text, text)"
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        signature = "prism_memory.count_entries_v1(text, text, text)"
-        definition = conn.execute("select pg_get_functiondef(%s::regprocedure)", (signature,)).fetchone()[0]
+        definition = conn.execute("select pg_get_functiondef(%s::regprocedure)", (f"{COPIES}.count_entries_v1(text, text, text)",)).fetchone()[0]
         conn.execute(f"drop function {signature}")
-        conn.execute(definition)
-    assert catalog_state(pg_dsn)["functions"]["count_entries_v1"].startswith("-")  # Citus propagated, not delegated
+        conn.execute(definition.replace(f"FUNCTION {COPIES}.", "FUNCTION prism_memory.", 1))
+    assert catalog_state(pg_dsn)["functions"]["count_entries_v1"].startswith("-:-:-:plan_cache_mode")  # propagated only
     downgrade(pg_dsn, TEST_CONFIG, REVISIONS[-2])
     migrate(pg_dsn, TEST_CONFIG)  # runs the newest revision again, then distributes again
     assert_distributed_and_delegated(catalog_state(pg_dsn))
@@ -282,18 +309,80 @@ def test_each_api_call_runs_as_one_single_shard_statement(pg_dsn):
     assert [a[1] - b[1] for a, b in zip(after, before)] == [0] * len(after)  # no multi-shard statement anywhere
 
 
+def as_role(dsn: str, role: str) -> str:
+    """``dsn`` with ``role`` as its user (no password: the lane's nodes trust 127.0.0.1)."""
+    parsed = urlparse(dsn)
+    return urlunparse(parsed._replace(netloc=f"{role}@{parsed.hostname}:{parsed.port}"))
+
+
+#: Ways a caller can hand an API function a NULL tenant, or wrap a call: each crashed the coordinator (a
+#: segfault in Citus's delegation planner, which resets every session) while the API functions themselves were
+#: delegated, from any role with USAGE on the schema. ``{f}`` is the function, ``{rest}`` its other arguments.
+PROBES: dict[str, str] = {
+    "literal": "select * from prism_memory.{f}(null, {rest})",
+    "nullif": "select * from prism_memory.{f}(nullif('acme', 'acme'), {rest})",
+    "bound parameter": "select * from prism_memory.{f}(%(t)s, {rest})",
+    "typed bound parameter": "select * from prism_memory.{f}(%(t)s::text, {rest})",
+    "prepared statement": "select * from prism_memory.{f}(%(t)s, {rest})",
+    "subquery argument": "select * from prism_memory.{f}((select null::text), {rest})",
+    "select list": "select prism_memory.{f}(null, {rest})",
+    "subquery in FROM": "select * from (select * from prism_memory.{f}(null, {rest})) x",
+    "inlined CTE": "with x as (select * from prism_memory.{f}(null, {rest})) select * from x",
+    "subquery in FROM, a tenant": "select * from (select * from prism_memory.{f}('acme', {rest})) x",
+    "inlined CTE, a tenant": "with x as (select * from prism_memory.{f}('acme', {rest})) select * from x",
+}
+PROBED_FUNCTIONS: dict[str, str] = {
+    "count_entries_v1": "'res-p', 'th-p'",
+    "update_working_v1": "'res-p', 'th-p', '{\"a\": 1}'",
+}
+
+
+@citus_only
+@pytest.mark.parametrize("function", PROBED_FUNCTIONS)
+@pytest.mark.parametrize("probe", PROBES)
+def test_no_call_shape_and_no_null_tenant_crashes_the_coordinator(pg_dsn, login_role, probe, function):
+    """Each API function is a guard that is not delegated (it refuses a NULL tenant with PM001, then calls its
+    delegated copy, which no caller can name): a granted role's call, in any shape, leaves every other session
+    of the coordinator running."""
+    with pytest.warns(UserWarning, match="superuser"):
+        grant_app_role(pg_dsn, login_role, TEST_CONFIG)
+    query = PROBES[probe].format(f=function, rest=PROBED_FUNCTIONS[function])
+    with psycopg.connect(pg_dsn, autocommit=True) as bystander, \
+            psycopg.connect(as_role(pg_dsn, login_role), autocommit=True) as conn:
+        if probe.endswith("a tenant"):
+            assert conn.execute(query).fetchall()
+        else:
+            if probe == "prepared statement":  # a generic plan after five executions with a tenant
+                for _ in range(6):
+                    conn.execute(query, {"t": "acme"}, prepare=True)
+            with pytest.raises(psycopg.Error) as raised:
+                conn.execute(query, {"t": None}, prepare=probe == "prepared statement")
+            assert raised.value.sqlstate == "PM001", raised.value
+        assert bystander.execute("select 1").fetchone() == (1,)  # a crash ends every session of the node
+        assert conn.execute("select prism_memory.install_info_v1() is not null").fetchone() == (True,)
+
+
+@citus_only
+def test_the_delegated_copies_cannot_be_named_by_a_granted_role(pg_dsn, login_role):
+    """A delegated copy is the call Citus crashes on; the granted role has no USAGE on their schema, so its call
+    is refused while it is parsed, before Citus plans it."""
+    with pytest.warns(UserWarning, match="superuser"):
+        grant_app_role(pg_dsn, login_role, TEST_CONFIG)
+    with psycopg.connect(pg_dsn, autocommit=True) as bystander, \
+            psycopg.connect(as_role(pg_dsn, login_role), autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="schema"):
+            conn.execute(f"select * from {COPIES}.count_entries_v1(null, 'res', 'th')")
+        assert bystander.execute("select 1").fetchone() == (1,)
+
+
 @citus_only
 def test_a_role_without_the_grant_cannot_reach_the_functions_with_a_null_tenant(pg_dsn, login_role):
-    """Citus crashes the coordinator on a delegated call whose tenant is NULL (citusdata/citus#7242), whatever
-    the caller's EXECUTE rights; a role without USAGE on the schema is stopped while the call is parsed."""
-    with psycopg.connect(pg_dsn, autocommit=True) as admin:
-        started = admin.execute("select pg_postmaster_start_time()").fetchone()[0]
-    parsed = urlparse(pg_dsn)
-    stranger = urlunparse(parsed._replace(netloc=f"{login_role}@{parsed.hostname}:{parsed.port}"))
-    with psycopg.connect(stranger, autocommit=True) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
-        conn.execute("select * from prism_memory.get_working_v1(null, 'res', 'th')")
-    with psycopg.connect(pg_dsn, autocommit=True) as admin:
-        assert admin.execute("select pg_postmaster_start_time()").fetchone()[0] == started  # no restart
+    """A role without USAGE on the schema is stopped while the call is parsed."""
+    with psycopg.connect(pg_dsn, autocommit=True) as bystander, \
+            psycopg.connect(as_role(pg_dsn, login_role), autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("select * from prism_memory.get_working_v1(null, 'res', 'th')")
+        assert bystander.execute("select 1").fetchone() == (1,)
 
 
 @citus_only
@@ -324,8 +413,7 @@ async def test_a_null_tenant_never_leaves_the_client(pg_dsn):
     from prism_memory import InvalidScopeError, Scope, create_postgres_memory_stores
     from prism_memory.types import EntryRecord, RagChunk
 
-    with psycopg.connect(pg_dsn, autocommit=True) as admin:
-        started = admin.execute("select pg_postmaster_start_time()").fetchone()[0]
+    bystander = psycopg.connect(pg_dsn, autocommit=True)  # a crash would end every session of the node
     stores = await create_postgres_memory_stores(pg_dsn, dimensions=TEST_DIMENSIONS, skip_migrations=True)
     vector = [0.125] * TEST_DIMENSIONS
     scope = Scope(None, "res", "th")  # type: ignore[arg-type]
@@ -343,10 +431,10 @@ async def test_a_null_tenant_never_leaves_the_client(pg_dsn):
         for call in calls:
             with pytest.raises(InvalidScopeError):
                 await call()
+        assert bystander.execute("select 1").fetchone() == (1,)
     finally:
         await stores.close()
-    with psycopg.connect(pg_dsn, autocommit=True) as admin:
-        assert admin.execute("select pg_postmaster_start_time()").fetchone()[0] == started
+        bystander.close()
 
 
 @citus_only
@@ -366,15 +454,14 @@ def test_a_granted_role_has_the_same_grants_on_every_node(pg_dsn, login_role):
     "with w as materialized (select * from prism_memory.{call}) select * from w",
     "select (select written from prism_memory.{call})",
 ])
-def test_a_write_citus_does_not_delegate_is_refused(pg_dsn, shape):
-    """Such a call runs on the coordinator, where its thread lock excludes none of the tenant's other writers
-    (duplicate sequences): lock_key_v1 refuses it (PM017) and nothing is written."""
+def test_a_write_in_any_shape_runs_on_the_tenant_s_node(pg_dsn, shape):
+    """Citus delegates only a call made alone; in any other shape the guard runs on the coordinator and calls
+    its delegated copy alone, so the write still runs on the tenant's node, under the thread lock the tenant's
+    other writers take (lock_key_v1 would refuse it with PM017 anywhere else)."""
     call = ("remember_v2(%(t)s, 'res-s', 'th-s', array['s1'], array['shape'], array[%(v)s]::vector[])")
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        with pytest.raises(psycopg.Error, match="does not hold tenant") as raised:
-            conn.execute(shape.format(call=call), {"t": "acme", "v": VECTOR})
-        assert raised.value.sqlstate == "PM017"
-        assert conn.execute("select * from prism_memory.count_entries_v1('acme', 'res-s', 'th-s')").fetchone()[0] == 0
+        assert conn.execute(shape.format(call=call), {"t": "acme", "v": VECTOR}).fetchall() != []
+        assert conn.execute("select * from prism_memory.count_entries_v1('acme', 'res-s', 'th-s')").fetchone()[0] == 1
 
 
 def tokenizer_state(conn) -> set[str]:
@@ -399,3 +486,22 @@ def test_every_node_has_the_stemming_dictionary_and_tokenizes_alike(pg_dsn):
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         assert tokenizer_state(conn) == expected
     assert_distributed_and_delegated(catalog_state(pg_dsn))
+
+
+@citus_only
+def test_distribute_refuses_a_cluster_without_workers(server_dsn, capsys):
+    """Without a worker, Citus would put every shard on the coordinator and register it as ``localhost``, after
+    which adding a worker fails until ``citus_set_coordinator_host`` runs, and the shards stay there. A database
+    of its own on the coordinator has no node until one is added: distribute refuses it, changing nothing."""
+    dsn = server_dsn("noworkers")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("create extension citus")
+        conn.execute("create extension vector")
+    migrate(dsn, TEST_CONFIG)
+    with pytest.raises(ConfigurationError, match="no active worker.*citus_set_coordinator_host.*citus_add_node"):
+        distribute(dsn, TEST_CONFIG)
+    assert cli_main(["--dsn", dsn, "distribute"]) != 0
+    assert "no active worker" in capsys.readouterr().err
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("select count(*) from pg_dist_partition").fetchone()[0] == 0
+        assert conn.execute("select count(*) from pg_dist_node").fetchone()[0] == 0

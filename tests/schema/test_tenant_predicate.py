@@ -41,7 +41,7 @@ from prism_memory import (
     create_memory,
     create_postgres_memory_stores,
 )
-from prism_memory.citus import DISTRIBUTED_TABLES, plan_cache_mode
+from prism_memory.citus import DISTRIBUTED_TABLES, delegated_schema, plan_cache_mode
 from prism_memory.operations import OPERATIONS
 from prism_memory.types import EntryRecord
 from psycopg import sql
@@ -467,8 +467,9 @@ def test_the_partitioned_install_is_the_normal_install_but_for_partitions(partit
                 "join pg_class c on c.oid = s.logicalrelid where p.groupid = 0 "
                 "and c.relnamespace = pg_catalog.to_regnamespace(%s)", (TEST_CONFIG.schema,))}
         assert shards and [row for row in normal if row[1] in shards] == [("type", shard, "c") for shard in sorted(shards)]
-        normal = [row for row in normal if row[1] not in shards]
-        # distribute() sets each API function's plan mode (docs/scaling.md, "How the functions plan depends on
+        normal = unguarded(pg_dsn, [row for row in normal if row[1] not in shards])
+        # distribute() puts each API function behind a guard (compared by its delegated copy) and sets the
+        # copy's plan mode (docs/scaling.md, "How the functions plan depends on
         # the Citus build"), in place of recall's own generic mode; the partitioned install is not distributed,
         # so the plan_cache_mode settings are compared apart from the rest.
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
@@ -480,6 +481,16 @@ def test_the_partitioned_install_is_the_normal_install_but_for_partitions(partit
         assert without_plan_cache_mode(as_unpartitioned(partitioned)) == without_plan_cache_mode(normal)
         return
     assert as_unpartitioned(catalog(partitioned_dsn)) == normal
+
+
+def unguarded(dsn: str, rows: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """Citus: catalog rows with each API function's definition taken from its delegated copy in place of its
+    guard's (prism_memory.citus.distribute puts every API function behind a guard)."""
+    copies = delegated_schema(TEST_CONFIG)
+    bodies = {name: definition.replace(f"FUNCTION {copies}.", f"FUNCTION {TEST_CONFIG.schema}.", 1)
+              for kind, name, definition in catalog(dsn, copies) if kind == "function"}
+    return sorted((kind, name, bodies.get(name, definition) if kind == "function" else definition)
+                  for kind, name, definition in rows)
 
 
 def without_plan_cache_mode(rows: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
