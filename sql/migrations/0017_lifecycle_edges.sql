@@ -48,14 +48,19 @@ $$;
 -- policies; a source shares its dependent's thread, so one cutoff covers
 -- both), and the earliest of its expires_at and p_sources_expire_at, if any,
 -- is still ahead. Two columns of the row, no walk: inlined into the queries
--- that use it; the emulator's EmulatorState._live mirrors it.
+-- that use it; the emulator's EmulatorState._live mirrors it. Written as one
+-- comparison per column (not least()) so the planner estimates each from the
+-- column's statistics (the lineage columns are mostly NULL): a default guess
+-- would turn the travellers' HNSW probe into a sequential scan.
 create or replace function {{schema}}.is_live_v2(
   p_created_at timestamptz, p_expires_at timestamptz, p_sources_created_at timestamptz,
   p_sources_expire_at timestamptz, p_cutoff timestamptz, p_now timestamptz)
 returns boolean
 language sql immutable parallel safe
-return least(p_created_at, p_sources_created_at) >= p_cutoff
-       and coalesce(least(p_expires_at, p_sources_expire_at) > p_now, true);
+return p_created_at >= p_cutoff
+       and (p_sources_created_at is null or p_sources_created_at >= p_cutoff)
+       and (p_expires_at is null or p_expires_at > p_now)
+       and (p_sources_expire_at is null or p_sources_expire_at > p_now);
 -- end of functions/is_live_v2.sql
 
 -- file functions/lineage_expiry_v1.sql

@@ -296,9 +296,15 @@ async def test_a_write_a_read_only_server_refuses_raises_unavailable_and_drops_e
     memory = memory_over(stores)
 
     def read_only(on: bool) -> None:
+        """Set the server read-only (or back) and wait until a running session sees it: the postmaster signals
+        every session at once, each applying it at its next statement, so the pooled ones do too from then."""
         with psycopg.connect(dsn, autocommit=True) as admin:
             admin.execute(f"alter system {'set default_transaction_read_only = on' if on else 'reset all'}")
             admin.execute("select pg_reload_conf()")
+            deadline = time.monotonic() + 10
+            while admin.execute("show default_transaction_read_only").fetchone()[0] != ("on" if on else "off"):
+                assert time.monotonic() < deadline, "the server did not reload its configuration"
+                time.sleep(0.01)
 
     try:
         await memory.remember([{"id": "a", "text": "written before the fence"}], wait=True)
