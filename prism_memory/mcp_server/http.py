@@ -16,6 +16,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.types import INTERNAL_ERROR
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import ConfigurationError
@@ -39,7 +40,7 @@ class StreamLimits:
     """ASGI middleware in front of the MCP endpoint: a bound on the requests each bearer token holds open, and a
     shutdown that cannot be held up by them.
 
-    A request beyond ``max_streams`` open ones of the same ``Authorization`` header (GET event streams, which a
+    A request beyond ``max_streams`` open ones of the same bearer token (GET event streams, which a
     stateless server never writes to, and calls still being answered) is refused with 429 and a JSON body
     ``{"error": ...}``. :meth:`close` refuses every new request with 503 and ends the open GET event streams at
     once (each response is finished cleanly, so the client sees its stream end); :meth:`cancel_calls` then ends
@@ -62,7 +63,7 @@ class StreamLimits:
         if self.closing:
             await refuse(send, 503, "the server is shutting down; retry later")
             return
-        holder = hashlib.sha256(dict(scope["headers"]).get(b"authorization", b"")).digest()
+        holder = bearer_token_digest(scope)
         if self._open.get(holder, 0) >= self.max_streams:
             await refuse(send, 429, f"this token already holds {self.max_streams} open requests (GET event streams "
                                     "and calls being answered), the server's limit: close one first")
@@ -145,6 +146,16 @@ class Exchange:
             return None
         identifier = message.get("id") if isinstance(message, dict) else None
         return identifier if isinstance(identifier, (str, int)) and not isinstance(identifier, bool) else None
+
+
+def bearer_token_digest(scope: Scope) -> bytes:
+    """The SHA-256 digest of the bearer token a request presents, read as the SDK's ``BearerAuthBackend`` reads
+    it (the first ``Authorization`` header; the scheme in any case), so a request counts against the token it
+    is served as, however its header is spelt or repeated. A request with no bearer token (which the SDK
+    answers with 401) counts against the empty one."""
+    header = Headers(scope=scope).get("authorization") or ""
+    token = header[7:] if header.lower().startswith("bearer ") else ""
+    return hashlib.sha256(token.encode("utf-8")).digest()
 
 
 async def refuse(send: Send, status: int, error: str) -> None:

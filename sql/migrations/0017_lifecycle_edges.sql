@@ -68,8 +68,9 @@ return p_created_at >= p_cutoff
 -- the earliest expires_at among an entry's stored lineage sources,
 -- transitively) right after p_ids of the thread were written (remember_v2,
 -- under the thread's lock). First each written entry takes them afresh from
--- its direct sources (a source's own values or its sources', the earlier);
--- then every entry of the thread derived from a written one, transitively,
+-- its direct sources written before (a source's own values or its sources',
+-- the earlier); then every entry of the thread derived from a written one
+-- (this batch's entries among them, whatever their order), transitively,
 -- takes the written entries' values where they are earlier than its own so
 -- far: one recursive statement that follows an edge only while it moves a
 -- value earlier (an entry whose values stand is not passed through, so a
@@ -94,7 +95,7 @@ begin
     from jsonb_array_elements_text(coalesce(e.metadata -> '_lineage' -> 'sourceIds', '[]')) as source(id)
     join {{entries}} s
       on s.tenant_id = p_tenant_id and s.resource_id = p_resource_id and s.thread_id = p_thread_id
-     and s.id = source.id and s.id <> e.id)
+     and s.id = source.id and s.id <> all(p_ids))
   where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
     and e.id = any(p_ids)
     -- an entry without lineage and without stored times keeps its row version

@@ -176,3 +176,31 @@ def test_the_upgrade_fills_the_lineage_times_of_entries_stored_before_it(server_
 
     assert live(T0) == ["code", "digest", "note", "summary"]
     assert live(T0 + timedelta(hours=1)) == ["note"]
+
+
+async def test_an_entry_and_its_source_rewritten_in_one_batch_take_the_sources_new_times(backends):
+    """In one batch, a source rewritten without lineage and an entry derived from it: the entry takes the
+    source's times as this batch leaves them (the batch's order does not matter), as two calls would; a
+    retention policy reads the same times."""
+    async def scenario(backend):
+        clock = Clock(T0)
+        outcome = {}
+        for thread, batch_order in (("t1", ("a", "b")), ("t2", ("b", "a")), ("t3", None)):
+            memory = backend.memory(tenant_id="acme", resource_id="user_1", thread_id=thread, clock=clock)
+            clock.now = T0
+            await memory.remember([{"id": "otp", "text": "one-time code 4711", "ttl": timedelta(minutes=5)}],
+                                  wait=True)
+            await memory.remember([{"id": "b", "text": "b quotes the code", "lineage": MemoryLineage(("otp",))}],
+                                  wait=True)
+            entries = {"a": {"id": "a", "text": "a quotes b", "lineage": MemoryLineage(("b",))},
+                       "b": {"id": "b", "text": "b stands alone now"}}
+            if batch_order is None:  # two calls
+                await memory.remember([entries["b"]], wait=True)
+                await memory.remember([entries["a"]], wait=True)
+            else:
+                await memory.remember([entries[key] for key in batch_order], wait=True)
+            clock.now = T0 + timedelta(minutes=6)
+            outcome[thread] = seen(await memory.recall("code quotes", top_k=8))
+        return outcome
+
+    assert await backends.run(scenario) == {"t1": ["a", "b"], "t2": ["a", "b"], "t3": ["a", "b"]}

@@ -469,7 +469,12 @@ async def test_sigterm_stops_an_http_server_whatever_event_streams_are_open(tmp_
             call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
             refused_call = await http.post(url, json=call, headers={"Authorization": f"Bearer {tokens['acme']}",
                                                                      "Accept": "application/json, text/event-stream"})
-            for refused in (beyond, refused_call):
+            # However the header is spelt or repeated, the request is served as the token it counts against.
+            stream = {"Accept": "text/event-stream"}
+            respelt = [await http.send(http.build_request("GET", url, headers=headers), stream=True) for headers in (
+                {**stream, "Authorization": f"bEARER {tokens['acme']}"},
+                [*stream.items(), ("Authorization", f"Bearer {tokens['acme']}"), ("Authorization", "Bearer junk")])]
+            for refused in (beyond, refused_call, *respelt):
                 assert refused.status_code == 429 and "open requests" in json.loads(await refused.aread())["error"]
             await streams[-1].aclose()  # the other token, one below its bound again: served
             async with http_session(url, tokens["acme-corp"]) as corp:
