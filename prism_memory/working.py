@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema
 from jsonschema_specifications import REGISTRY as METASCHEMAS
@@ -24,11 +25,12 @@ class WorkingMemoryValidator:
     """Checks a working-memory document before it is written.
 
     ``schema`` is a JSON Schema (Draft 2020-12), itself checked at construction
-    (:class:`ConfigurationError` if invalid, if a ``$ref`` or ``$dynamicRef``
-    does not resolve within the schema or the JSON Schema metaschemas: nothing
-    is ever fetched, or if references form a loop that never descends into
-    the document, such as ``{"$ref": "#"}``, which no document could ever
-    finish checking against); ``hook`` is the host's
+    (:class:`ConfigurationError` if invalid, if its root ``$id`` is not an
+    absolute URI, if a ``$ref`` or ``$dynamicRef`` does not resolve within the
+    schema or the JSON Schema metaschemas: nothing is ever fetched, or if
+    references form a loop that never descends into the document, such as
+    ``{"$ref": "#"}``, which no document could ever finish checking against);
+    ``hook`` is the host's
     ``validate_working_memory``. :meth:`check` raises
     :class:`WorkingMemoryValidationError` (not an object, not JSON, schema or
     hook failure) or :class:`PayloadTooLargeError` (over ``max_bytes`` UTF-8 bytes).
@@ -55,6 +57,8 @@ class WorkingMemoryValidator:
                 error = jsonschema.exceptions.best_match(self._validator.iter_errors(data))
             except RecursionError as exc:
                 raise WorkingMemoryValidationError("working memory nests too deeply to check against its schema") from exc
+            except Unresolvable as exc:  # a reference construction could resolve and validation could not
+                raise WorkingMemoryValidationError(f"working-memory schema reference does not resolve: {exc}") from exc
             if error is not None:
                 path = "/".join(str(part) for part in error.absolute_path) or "(root)"
                 raise WorkingMemoryValidationError(f"working memory fails its schema at {path}: {error.message}")
@@ -74,6 +78,10 @@ def _check_schema(schema: Mapping[str, Any]) -> None:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise ConfigurationError(f"working-memory schema is not a valid JSON Schema: {exc.message}") from exc
+    root_id = schema.get("$id") if isinstance(schema, Mapping) else None
+    if isinstance(root_id, str) and not urlsplit(root_id).scheme:
+        raise ConfigurationError(f"working-memory schema: the root $id {root_id!r} must be an absolute URI "
+                                 "(with a scheme, such as urn: or https:), or left out")
     root = DRAFT202012.create_resource(schema)
     resolver = METASCHEMAS.resolver_with_root(root)
     _check_references(root, resolver)

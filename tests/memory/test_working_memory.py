@@ -232,3 +232,13 @@ def test_a_schema_nested_past_what_python_can_walk_is_refused_when_the_memory_is
         schema = {"not": schema}
     with pytest.raises(ConfigurationError, match="nests too deeply"):
         create_memory(tenant_id="t", resource_id="r", embedder=create_hash_embedder(8), schema=schema)
+
+
+async def test_a_relative_root_id_is_refused_when_the_memory_is_created():
+    """A root ``$id`` without a scheme has no base to resolve the schema's references against."""
+    schema = {"$id": "foo/bar.json", "$defs": {"x": {"$id": "baz.json", "type": "object"}}, "$ref": "baz.json"}
+    with pytest.raises(ConfigurationError, match="absolute URI"):
+        create_memory(tenant_id="t", resource_id="r", embedder=create_hash_embedder(8), schema=schema)
+    absolute = {**schema, "$id": "https://example.invalid/foo/bar.json"}
+    memory = create_memory(tenant_id="t", resource_id="r", embedder=create_hash_embedder(8), schema=absolute)
+    assert (await memory.update_working({"name": "Ada"})).version == 1
