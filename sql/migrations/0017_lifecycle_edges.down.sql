@@ -810,6 +810,100 @@ end;
 $$;
 -- end of functions/recall_v3.sql
 
+-- file functions/invalidate_v1.sql
+-- Tombstones p_ids' dependents (every entry of the thread whose
+-- _lineage.sourceIds holds an invalidated id, transitively) and, unless
+-- p_reason is 'corrected', p_ids themselves; with 'held' it also sets the legal
+-- hold. The walk is breadth-first over distinct lineage edges. Caps: at most
+-- 64 ids, 256 edges, and new dependents no deeper than 8 levels;
+-- over a cap raises PM010 and nothing changes. Returns every tombstoned id.
+-- Reasons: deleted, held, revoked, corrected, expired, source-invalidated.
+-- An entry keeps one tombstone: an erasure's reason (deleted, expired, held)
+-- replaces any other, since a grant clears every tombstone but an erasure's
+-- (set_consent_v1), so none may stand for an erasure under another name.
+-- Each step of the walk is one pass over the thread, whatever the frontier's size.
+create or replace function {{schema}}.invalidate_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_ids text[], p_reason text,
+  p_now timestamptz default now())
+returns table (entry_id text)
+language plpgsql volatile security definer
+set search_path from current
+as $$
+#variable_conflict use_column
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
+  v_visited text[] := array(select distinct x from unnest(p_ids) as x);
+  v_frontier text[] := v_visited;
+  v_edges text[] := '{}';  -- 'source' || chr(31) || 'dependent'
+  v_found text[];
+  v_new text[];
+  v_depth integer := 0;
+begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
+  if coalesce(cardinality(p_ids), 0) not between 1 and 64 then
+    raise exception 'invalidate: between 1 and 64 ids per call, got %', coalesce(cardinality(p_ids), 0)
+      using errcode = 'PM005';
+  end if;
+  if p_reason is null
+     or p_reason not in ('deleted', 'held', 'revoked', 'corrected', 'expired', 'source-invalidated') then
+    raise exception 'invalidate: unknown reason %', p_reason using errcode = 'PM002';
+  end if;
+  perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
+
+  while cardinality(v_frontier) > 0 loop
+    v_depth := v_depth + 1;
+    -- One pass over the thread per step: the entries naming any frontier id
+    -- (?| is one test per row; an entry without lineage fails it at once), then
+    -- their edges from the frontier.
+    v_found := array(
+      select distinct source.id || chr(31) || d.id
+      from {{entries}} d
+      cross join lateral jsonb_array_elements_text(d.metadata -> '_lineage' -> 'sourceIds') as source(id)
+      where d.tenant_id = p_tenant_id and d.resource_id = p_resource_id and d.thread_id = p_thread_id
+        and (d.metadata -> '_lineage' -> 'sourceIds') ?| v_frontier
+        and source.id = any(v_frontier) and d.id <> source.id);
+    v_edges := array(select distinct x from unnest(v_edges || v_found) as x);
+    if cardinality(v_edges) > 256 then
+      raise exception 'lineage walk passed the cap of 256 edges' using errcode = 'PM010';
+    end if;
+    v_new := array(select distinct split_part(x, chr(31), 2) from unnest(v_found) as x
+                   except select unnest(v_visited));
+    if cardinality(v_new) > 0 and v_depth > 8 then
+      raise exception 'lineage walk passed the cap of depth 8' using errcode = 'PM010';
+    end if;
+    v_visited := v_visited || v_new;
+    v_frontier := v_new;
+  end loop;
+
+  insert into {{invalidation}}
+    (tenant_id, resource_id, thread_id, entry_id, reason, source_entry_id, sequence, created_at)
+  select p_tenant_id, p_resource_id, p_thread_id, e.id, p_reason,
+         case when e.id = any(p_ids) then e.id end, e.sequence, p_now
+  from {{entries}} e
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
+    and e.id = any(v_visited)
+    and (p_reason <> 'corrected' or not (e.id = any(p_ids)))
+  on conflict (tenant_id, resource_id, thread_id, entry_id)  -- columns (use_column), not the result's entry_id
+  do update set reason = excluded.reason
+    where excluded.reason in ('deleted', 'expired', 'held')
+      and {{invalidation}}.reason not in ('deleted', 'expired', 'held');
+  if p_reason = 'held' then
+    update {{entries}} e set legal_hold = true, updated_at = p_now
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+      and e.thread_id = p_thread_id and e.id = any(p_ids);
+  end if;
+
+  return query
+    select e.id from {{entries}} e
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
+      and e.id = any(v_visited)
+      and (p_reason <> 'corrected' or not (e.id = any(p_ids)))
+    order by e.id collate "C";
+end;
+$$;
+-- end of functions/invalidate_v1.sql
+
 -- file functions/invalidate_resource_v1.sql
 -- API function (prism_memory/operations.py; security definer, see recall_v3).
 --
@@ -905,6 +999,160 @@ end;
 $$;
 -- end of functions/invalidate_resource_v1.sql
 
+-- file functions/set_consent_v1.sql
+-- Grants or revokes consent on one entry without re-embedding. NULL leaves a
+-- field as it is. Revoking (p_visible false, or p_revoked_at given) writes the
+-- tombstones first (invalidate_v1 'revoked'); granting (p_visible true) clears
+-- the entry's tombstone and its revoked_at, unless one of its own sources is
+-- still invalid (dependents stay invalidated: regenerate them from the
+-- remaining evidence), or the tombstone is an erasure's (deleted, expired,
+-- held): a forget or retention sweep tombstones first and deletes after, and
+-- a grant in between, or after an erasure that stopped there, must not bring
+-- the entry back. A legacy entry
+-- becomes explicitly consented (source user, scope thread unless given).
+create or replace function {{schema}}.set_consent_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_entry_id text,
+  p_visible boolean default null, p_source text default null, p_scope text default null,
+  p_granted_at timestamptz default null, p_revoked_at timestamptz default null,
+  p_now timestamptz default now())
+returns setof {{schema}}.entry_record_v1
+language plpgsql volatile security definer
+set search_path from current
+as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
+  v_revoking boolean := p_visible is false or p_revoked_at is not null;
+  v_granting boolean := p_visible is true and p_revoked_at is null;
+  v_invalidated text[] := '{}';
+begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
+  perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
+  if p_source is not null and p_source not in ('user', 'agent', 'system') then
+    raise exception 'consent source must be user, agent or system, got %', p_source using errcode = 'PM002';
+  end if;
+  if p_scope is not null and p_scope not in ('thread', 'profile', 'user') then
+    raise exception 'consent scope must be thread, profile or user, got %', p_scope using errcode = 'PM002';
+  end if;
+  perform assert_time_v1(p_granted_at, 'granted_at'), assert_time_v1(p_revoked_at, 'revoked_at');
+  perform 1 from {{entries}} e
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+    and e.thread_id = p_thread_id and e.id = p_entry_id
+  for update;
+  if not found then
+    raise exception 'no entry % in this thread', p_entry_id using errcode = 'PM011';
+  end if;
+  if v_revoking then
+    v_invalidated := array(select x.entry_id
+                           from invalidate_v1(p_tenant_id, p_resource_id, p_thread_id,
+                                              array[p_entry_id], 'revoked', p_now) as x);
+  elsif v_granting then
+    delete from {{invalidation}} i
+    where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+      and i.thread_id = p_thread_id and i.entry_id = p_entry_id
+      and i.reason not in ('deleted', 'expired', 'held');
+  end if;
+  update {{entries}} e
+  set consent_source = coalesce(p_source, e.consent_source, 'user'),
+      consent_scope = coalesce(p_scope, e.consent_scope, 'thread'),
+      consent_visible = case when v_revoking then false else coalesce(p_visible, e.consent_visible) end,
+      consent_granted_at = case when v_granting then coalesce(p_granted_at, p_now)
+                                else coalesce(p_granted_at, e.consent_granted_at) end,
+      consent_revoked_at = case when v_granting then null
+                                when v_revoking then coalesce(p_revoked_at, p_now)
+                                else e.consent_revoked_at end,
+      updated_at = p_now
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+    and e.thread_id = p_thread_id and e.id = p_entry_id;
+  if v_granting then
+    -- Still invalid while one of its own sources is.
+    perform tombstone_from_sources_v1(p_tenant_id, p_resource_id, p_thread_id, array[p_entry_id], p_now);
+  end if;
+  return query
+    select e.id, e.text, e.metadata, e.sequence, e.importance, e.consent_source, e.consent_scope,
+           e.consent_visible, e.consent_granted_at, e.consent_revoked_at, e.legal_hold,
+           e.created_at, e.updated_at, v_invalidated
+    from {{entries}} e
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+      and e.thread_id = p_thread_id and e.id = p_entry_id;
+end;
+$$;
+-- end of functions/set_consent_v1.sql
+
+-- file functions/correct_v2.sql
+-- Replaces an entry's text and embedding, keeps its consent, sets
+-- metadata._lineage.reason to 'corrected' and invalidates its dependents
+-- (not the entry itself: "corrected keeps the source"). The corrected entry
+-- keeps its lineage, so it is then re-derived from its sources: if the walk
+-- invalidated one of its own sources (a lineage cycle), it is invalid too
+-- ("multi-source facts stay injectable only if none of their sources are
+-- invalidated"). The entry leaves every share grant of the thread
+-- (unshare_v1). Returns the record and every id invalidated (the entry last,
+-- when it is one of them). PM002 for a blank text, PM006 over 64 MiB, PM003 /
+-- PM004 for the embedding, PM011 when the thread holds no such entry.
+create or replace function {{schema}}.correct_v2(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_entry_id text,
+  p_text text, p_embedding vector, p_now timestamptz default now())
+returns setof {{schema}}.entry_record_v1
+language plpgsql volatile security definer
+set search_path from current
+as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
+  v_record {{schema}}.entry_record_v1;
+begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
+  perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
+  if p_text is null or is_blank_v1(p_text) then
+    raise exception 'the corrected text must not be blank' using errcode = 'PM002';
+  end if;
+  if octet_length(p_text) > 67108864 then
+    raise exception 'the corrected text is over the 64 MiB hard cap' using errcode = 'PM006';
+  end if;
+  perform assert_embedding_v1(p_embedding, 'the embedding');
+  perform assert_dimensions_v2(p_tenant_id, p_resource_id, p_thread_id, vector_dims(p_embedding));
+  perform 1 from {{entries}} e
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+    and e.thread_id = p_thread_id and e.id = p_entry_id
+  for update;
+  if not found then
+    raise exception 'no entry % in this thread', p_entry_id using errcode = 'PM011';
+  end if;
+  v_record.invalidated := array(select x.entry_id
+                                from invalidate_v1(p_tenant_id, p_resource_id, p_thread_id,
+                                                   array[p_entry_id], 'corrected', p_now) as x);
+  update {{entries}} e
+  set text = p_text, embedding = p_embedding,
+      metadata = jsonb_set(e.metadata, '{_lineage}',
+                           coalesce(e.metadata -> '_lineage', '{"sourceIds": []}'::jsonb)
+                           || '{"reason": "corrected"}'),
+      updated_at = p_now
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+    and e.thread_id = p_thread_id and e.id = p_entry_id
+  returning e.id, e.text, e.metadata, e.sequence, e.importance, e.consent_source, e.consent_scope,
+            e.consent_visible, e.consent_granted_at, e.consent_revoked_at, e.legal_hold,
+            e.created_at, e.updated_at
+  into v_record.id, v_record.text, v_record.metadata, v_record.sequence, v_record.importance,
+       v_record.consent_source, v_record.consent_scope, v_record.consent_visible,
+       v_record.consent_granted_at, v_record.consent_revoked_at, v_record.legal_hold,
+       v_record.created_at, v_record.updated_at;
+  perform unshare_v1(p_tenant_id, p_resource_id, p_thread_id, array[p_entry_id]);
+  if not exists (select 1 from {{invalidation}} i
+                 where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                   and i.thread_id = p_thread_id and i.entry_id = p_entry_id) then
+    perform tombstone_from_sources_v1(p_tenant_id, p_resource_id, p_thread_id, array[p_entry_id], p_now);
+    if exists (select 1 from {{invalidation}} i
+               where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                 and i.thread_id = p_thread_id and i.entry_id = p_entry_id) then
+      v_record.invalidated := v_record.invalidated || p_entry_id;
+    end if;
+  end if;
+  return next v_record;
+end;
+$$;
+-- end of functions/correct_v2.sql
+
 -- file functions/retention_candidates_v2.sql
 -- API function (prism_memory/operations.py; security definer, see recall_v3).
 --
@@ -960,6 +1208,44 @@ begin
 end;
 $$;
 -- end of functions/retention_candidates_v2.sql
+
+-- file functions/set_retention_policy_v1.sql
+-- API function (prism_memory/operations.py; security definer, see recall_v3).
+--
+-- Stores the retention policy of a resource (p_thread_id NULL) or of one of
+-- its threads: entries older than p_max_age_days (24-hour days, 0..36,500;
+-- PM005 otherwise) stop being recalled, exported and injected at once
+-- (retention_cutoff_v1), and the sweep deletes them. A thread's entries obey
+-- both its thread's policy and its resource's (the stricter wins). NULL
+-- removes the policy. Returns the maximum age now stored (NULL: none).
+create or replace function {{schema}}.set_retention_policy_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text default null,
+  p_max_age_days double precision default null, p_now timestamptz default now())
+returns double precision
+language plpgsql volatile security definer
+set search_path from current
+as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
+begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, false);
+  if p_max_age_days not between 0 and 36500 then
+    raise exception 'max_age_days must be a number from 0 to 36500, got %', p_max_age_days using errcode = 'PM005';
+  end if;
+  if p_max_age_days is null then
+    delete from {{retention_policy}} p
+    where p.tenant_id = p_tenant_id and p.resource_id = p_resource_id and p.thread_id = coalesce(p_thread_id, '');
+    return null;
+  end if;
+  insert into {{retention_policy}} as p (tenant_id, resource_id, thread_id, max_age_days, created_at, updated_at)
+  values (p_tenant_id, p_resource_id, coalesce(p_thread_id, ''), p_max_age_days, p_now, p_now)
+  on conflict (tenant_id, resource_id, thread_id) do update
+    set max_age_days = excluded.max_age_days, updated_at = excluded.updated_at;
+  return p_max_age_days;
+end;
+$$;
+-- end of functions/set_retention_policy_v1.sql
 
 -- file functions/list_entries_v2.sql
 -- API function (prism_memory/operations.py; security definer, see recall_v3).

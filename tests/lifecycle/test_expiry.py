@@ -322,3 +322,30 @@ def test_remember_v2_refuses_an_expiry_after_year_9999_from_psql(pg_dsn):
         conn.execute(call, (None, ["29 days"], late))
         [(count,)] = conn.execute("select count(*) from prism_memory.semantic_memory where id = 'late'").fetchall()
     assert count == 1
+
+
+def test_remember_v2_judges_a_ttl_by_when_it_ends_and_refuses_a_bad_now_from_psql(pg_dsn):
+    """An interval of months compares as 30 days each but adds calendar months, so a direct SQL caller's ttl is
+    judged by the time it ends (PM005 outside (now, now + 36,500 days]); a NULL, infinite or out-of-range
+    ``p_now`` is refused (PM002) by every write that stores it, as by the reads."""
+    vector = "array[array_fill(1, array[64])::vector]"
+    remember = (f"select prism_memory.remember_v2('acme', 'user_1', 't1', array['m'], array['month note'], {vector}, "
+                "p_ttl => %s::interval[], p_now => %s)")
+    february = datetime(2026, 2, 1, tzinfo=timezone.utc)
+    writes = [remember.replace("%s::interval[]", "null"),
+              "select prism_memory.correct_v2('acme', 'user_1', 't1', 'm', 'x', array_fill(1, array[64])::vector, p_now => %s)",
+              "select prism_memory.set_consent_v1('acme', 'user_1', 't1', 'm', p_visible => true, p_now => %s)",
+              "select prism_memory.set_retention_policy_v1('acme', 'user_1', 't1', 3, p_now => %s)"]
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        for ttl in (["1216 months"], ["1 month -29 days"], ["-1 days 24:00:00"]):
+            with pytest.raises(psycopg.Error) as raised:
+                conn.execute(remember, (ttl, february))
+            assert raised.value.sqlstate == "PM005", ttl
+        conn.execute(remember, (["1 month"], february))
+        for call in writes:
+            for now in (None, "infinity", "-infinity", "10000-06-01 00:00:00+00"):
+                with pytest.raises(psycopg.Error) as raised:
+                    conn.execute(call, (now,))
+                assert raised.value.sqlstate == "PM002", (call, now)
+        [(expires_at,)] = conn.execute("select expires_at from prism_memory.semantic_memory where id = 'm'").fetchall()
+    assert expires_at == datetime(2026, 3, 1, tzinfo=timezone.utc)

@@ -20,6 +20,7 @@ declare
   v_record {{schema}}.entry_record_v1;
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_now_v1(p_now);  -- stored as the write's time
   perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
   perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
   if p_text is null or is_blank_v1(p_text) then

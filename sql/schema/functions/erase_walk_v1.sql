@@ -34,6 +34,7 @@ declare
   v_pending text[];  -- those whose dependents it did not all reach
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_now_v1(p_now);  -- stored as the write's time
   perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
   if coalesce(cardinality(p_ids), 0) > 64 then
     raise exception 'erase: at most 64 ids per call, got %', cardinality(p_ids) using errcode = 'PM005';

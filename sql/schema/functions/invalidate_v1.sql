@@ -27,6 +27,7 @@ declare
   v_depth integer := 0;
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_now_v1(p_now);  -- stored as the write's time
   perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
   if coalesce(cardinality(p_ids), 0) not between 1 and 64 then
     raise exception 'invalidate: between 1 and 64 ids per call, got %', coalesce(cardinality(p_ids), 0)

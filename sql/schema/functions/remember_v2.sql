@@ -41,6 +41,7 @@ declare
   v_offset integer;
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_now_v1(p_now);  -- stored as the write's time
   perform {{schema}}.assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
   if v_count = 0 then
     return query select 0, '{}'::text[];
@@ -95,15 +96,19 @@ begin
     raise exception 'remember_v2: an entry id appears twice in the batch' using errcode = 'PM002';
   end if;
   perform assert_time_v1(x, 'expires_at') from unnest(p_expires_at) as x where x is not null;
+  -- A ttl is judged by the time it ends (added in UTC, as it is stored): an
+  -- interval of months would compare as 30 days each but add calendar months.
   select format('entry %s (%s): %s', e.ord, e.id,
                 case when e.expires_at <= p_now then 'expires_at must be after now'
-                     when e.ttl <= interval '0' or e.ttl > interval '36500 days'
+                     when e.ends <= p_now or e.ends > ((p_now at time zone 'UTC') + interval '36500 days') at time zone 'UTC'
                        then 'ttl must be more than 0 and at most 36500 days'
                      else 'the ttl would end after 9999-12-30 00:00 UTC, the latest time stored' end)
   into v_problem
-  from unnest(p_ids, p_expires_at, p_ttl) with ordinality as e(id, expires_at, ttl, ord)
-  where e.expires_at <= p_now or e.ttl <= interval '0' or e.ttl > interval '36500 days'
-     or ((p_now at time zone 'UTC') + e.ttl) at time zone 'UTC' > timestamptz '9999-12-30 00:00:00+00'
+  from (select x.*, ((p_now at time zone 'UTC') + x.ttl) at time zone 'UTC' as ends
+        from unnest(p_ids, p_expires_at, p_ttl) with ordinality as x(id, expires_at, ttl, ord)) as e
+  where e.expires_at <= p_now or e.ends <= p_now
+     or e.ends > ((p_now at time zone 'UTC') + interval '36500 days') at time zone 'UTC'
+     or e.ends > timestamptz '9999-12-30 00:00:00+00'
   order by e.ord
   limit 1;
   if v_problem is not null then

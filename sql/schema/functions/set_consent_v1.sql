@@ -24,6 +24,7 @@ declare
   v_invalidated text[] := '{}';
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_now_v1(p_now);  -- stored as the write's time
   perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
   perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
   if p_source is not null and p_source not in ('user', 'agent', 'system') then

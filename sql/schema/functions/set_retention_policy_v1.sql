@@ -17,6 +17,7 @@ declare
   v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
 begin
   p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_now_v1(p_now);  -- stored as the write's time
   perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, false);
   if p_max_age_days not between 0 and 36500 then
     raise exception 'max_age_days must be a number from 0 to 36500, got %', p_max_age_days using errcode = 'PM005';
