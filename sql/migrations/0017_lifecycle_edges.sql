@@ -17,8 +17,10 @@
 -- invalidate_v1's PM010 stopped forget, the sweeps and the resource erasure
 -- at one entry for good). purge_v2 deletes the tombstoned bodies of its ids
 -- and keeps, and returns, an id a remember wrote again after its tombstone
--- (purge_v1 raised PM012 and deleted none). remember_v2 refuses a ttl that
--- would end after 9999-12-30 00:00 UTC, the latest time stored (PM005).
+-- (purge_v1 raised PM012 and deleted none). remember_v2 judges a ttl by the
+-- time it ends (months are calendar months) and refuses one ending after
+-- 9999-12-30 00:00 UTC, the latest time stored (PM005); the writes that store
+-- their p_now refuse a NULL, infinite or out-of-range one (PM002).
 
 {{pin_search_path}}
 
