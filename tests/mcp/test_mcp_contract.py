@@ -92,7 +92,9 @@ async def test_the_working_memory_schema_is_in_the_update_tool_and_a_resource(ba
 
 class LateAnswers:
     """A vector store whose writes commit, then take ``delay_s`` seconds to return: a client that gives up
-    first never learns that its call stored the entries."""
+    first never learns that its call stored the entries. A write runs to its commit even when the call is
+    cancelled (the client's cancellation can reach the server while a slow backend is still writing), so the
+    scenario is the same on every backend."""
 
     def __init__(self, store: Any, delay_s: float) -> None:
         self.inner = store
@@ -102,7 +104,7 @@ class LateAnswers:
         return getattr(self.inner, name)
 
     async def remember(self, *args: Any, **kwargs: Any) -> Any:
-        written = await self.inner.remember(*args, **kwargs)
+        written = await asyncio.shield(self.inner.remember(*args, **kwargs))
         await asyncio.sleep(self.delay_s)
         return written
 
