@@ -184,24 +184,19 @@ class LifecycleOperations(EmulatorState):
     async def purge(self, scope: Scope, ids: Sequence[str]) -> int:
         """Mirror of ``purge_v1``: delete tombstoned, unheld bodies; an untombstoned one raises first
         (:class:`LifecycleOrderError`). Returns how many were deleted; 1..64 ids (:class:`LimitExceededError`)."""
-        scope_texts(scope)
-        ids = check_texts(ids, "ids", InvalidEntryError)
-        key = self._key(scope)
-        if not 1 <= len(ids) <= 64:
-            raise LimitExceededError(f"purge: between 1 and 64 ids per call, got {len(ids)}")
-        rows = self._threads.get(key, {})
-        tombstones = self._tombstones.get(key, {})
-        doomed = {entry_id for entry_id in ids if entry_id in rows and not rows[entry_id].legal_hold}
-        if any(entry_id not in tombstones for entry_id in doomed):
+        key, unheld, untombstoned = self._purge_targets(scope, ids)
+        if untombstoned:
             raise LifecycleOrderError("purge: invalidate the entries (invalidate_v1) before deleting them")
-        for entry_id in doomed:
-            del rows[entry_id]
-        self._unshare(key, doomed)
-        return len(doomed)
+        return self._delete_bodies(key, unheld)
 
     async def purge_tombstoned(self, scope: Scope, ids: Sequence[str]) -> tuple[int, list[str]]:
         """Mirror of ``purge_v2``: delete the tombstoned, unheld bodies of ``ids`` (1..64, else
         :class:`LimitExceededError`); an untombstoned one (written again since) is kept and returned, sorted."""
+        key, unheld, untombstoned = self._purge_targets(scope, ids)
+        return self._delete_bodies(key, unheld - untombstoned), sorted(untombstoned)
+
+    def _purge_targets(self, scope: Scope, ids: Sequence[str]) -> tuple[ThreadKey, set[str], set[str]]:
+        """The checked thread key, the stored unheld ids among ``ids``, and those of them without a tombstone."""
         scope_texts(scope)
         ids = check_texts(ids, "ids", InvalidEntryError)
         key = self._key(scope)
@@ -210,11 +205,15 @@ class LifecycleOperations(EmulatorState):
         rows = self._threads.get(key, {})
         tombstones = self._tombstones.get(key, {})
         unheld = {entry_id for entry_id in ids if entry_id in rows and not rows[entry_id].legal_hold}
-        kept = sorted(entry_id for entry_id in unheld if entry_id not in tombstones)
-        for entry_id in unheld - set(kept):
+        return key, unheld, {entry_id for entry_id in unheld if entry_id not in tombstones}
+
+    def _delete_bodies(self, key: ThreadKey, doomed: set[str]) -> int:
+        """Delete the bodies of ``doomed`` and the grants that shared them; returns how many."""
+        rows = self._threads.get(key, {})
+        for entry_id in doomed:
             del rows[entry_id]
-        self._unshare(key, unheld - set(kept))
-        return len(unheld) - len(kept), kept
+        self._unshare(key, doomed)
+        return len(doomed)
 
     def _locked_row(self, key: ThreadKey, entry_id: str) -> EntryRow:
         """The row ``set_consent_v1`` and ``correct_v2`` lock, else :class:`EntryNotFoundError`."""
