@@ -117,10 +117,24 @@ class ReplicatedPair:
         self._run(binaries.pg_ctl, ["-w", "promote"], self.standby)
 
     def fence_primary(self) -> None:
-        """Make the old primary read-only for every session (``default_transaction_read_only``), as a fence."""
+        """Make the old primary read-only for every session (``default_transaction_read_only``), as a fence.
+
+        Returns once the postmaster has passed the reload on to its sessions: ``pg_reload_conf()`` only signals
+        the postmaster, and a session that reads its next command before the signal reaches it runs that command
+        as a writer; on a primary that waits for a synchronous standby that is gone, such a write never commits.
+        A session applies a pending reload before it runs its next command, so once this session has reloaded
+        (its ``pg_conf_load_time()`` moved), every other session will have reloaded before its next command."""
         with psycopg.connect(self.server_dsn(0), autocommit=True) as conn:
+            loaded = conn.execute("select pg_conf_load_time()").fetchone()[0]
             conn.execute("alter system set default_transaction_read_only = on")
             conn.execute("select pg_reload_conf()")
+            deadline = time.monotonic() + 30
+            while conn.execute("select pg_conf_load_time()").fetchone()[0] == loaded:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the old primary did not reload its configuration within 30 s")
+                time.sleep(0.01)
+            if conn.execute("show default_transaction_read_only").fetchone()[0] != "on":
+                raise RuntimeError("the old primary reloaded but is not read-only")
 
     def stop_primary(self) -> None:
         """Stop the old primary (fast: its sessions are ended)."""
