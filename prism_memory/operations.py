@@ -46,9 +46,10 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("VectorStore", "remember_batch", "remember_batch", "remember_batch_v2",
               "text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], "
               "timestamptz[], interval[], timestamptz"),
-    Operation("VectorStore", "recall", "recall", "recall_v3",
+    Operation("VectorStore", "recall", "recall", "recall_v4",
               f"{_SCOPE}, vector, text, integer, integer, boolean, text, boolean, timestamptz, "
-              "double precision, double precision, double precision, boolean, text"),
+              "double precision, double precision, double precision, boolean, text, jsonb, "
+              "timestamptz, timestamptz, timestamptz, timestamptz, double precision"),
     Operation("VectorStore", "share_with", "share_with", "share_with_v1",
               f"{_SCOPE}, text, text, text[], timestamptz, timestamptz"),
     Operation("VectorStore", "invalidate", "invalidate", "invalidate_v1", f"{_SCOPE}, text[], text, timestamptz"),
@@ -100,7 +101,7 @@ class Guard:
     ``query``: the field of ``Queries`` holding its statement; ``function``: the SQL function it calls
     (tenant first), with its identity argument types in ``arguments``; ``methods``: the operations it
     guards. Its statement is sent first, in the operation's transaction, so what it checked holds until
-    the write commits. A recall needs no guard of its own: ``recall_v3`` takes the model
+    the write commits. A recall needs no guard of its own: ``recall_v4`` takes the model
     (``p_model_id``) and checks it in the same call.
     """
 
@@ -115,12 +116,21 @@ GUARDS: tuple[Guard, ...] = (
           ("remember", "remember_batch", "correct", "reembed")),
 )
 
+#: API functions no store operation calls any more, kept (granted and delegated like the others) for the
+#: application servers of the release before during a rolling upgrade and for direct SQL callers:
+#: ``recall_v3`` is ``recall_v4`` without a selection, ranked with the lexical weight 0.25.
+RETAINED_FUNCTIONS: tuple[tuple[str, str], ...] = (
+    ("recall_v3", f"{_SCOPE}, vector, text, integer, integer, boolean, text, boolean, timestamptz, "
+                  "double precision, double precision, double precision, boolean, text"),
+)
+
 #: The functions an application calls, with their argument types: ``install_info_v1`` (which the
-#: Python caller checks first, executable by anyone), every operation's function and every guard's
-#: (SECURITY DEFINER). A replaced one that no operation, guard or live function calls is retired: the
-#: first revision after the one that replaced it was released drops it (docs/architecture.md).
+#: Python caller checks first, executable by anyone), every operation's function, every guard's and the
+#: retained ones (SECURITY DEFINER). A replaced one that no operation, guard or live function calls is
+#: retired: the first revision after the one that replaced it was released drops it (docs/architecture.md).
 API_FUNCTIONS: tuple[tuple[str, str], ...] = (
     (("install_info_v1", ""),)
     + tuple((operation.function, operation.arguments) for operation in OPERATIONS)
     + tuple((guard.function, guard.arguments) for guard in GUARDS)
+    + RETAINED_FUNCTIONS
 )

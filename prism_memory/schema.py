@@ -200,7 +200,7 @@ def grant_app_role(dsn: str, role: str, config: SchemaConfig | None = None, tena
                 "which differs from node to node (docs/scaling.md)")
         owner_is_superuser = conn.execute(
             "select r.rolsuper from pg_proc p join pg_roles r on r.oid = p.proowner "
-            "where p.pronamespace = (select oid from pg_namespace where nspname = %s) and p.proname = 'recall_v3'",
+            "where p.pronamespace = (select oid from pg_namespace where nspname = %s) and p.proname = 'recall_v4'",
             (config.schema,),
         ).fetchone()
         if owner_is_superuser and owner_is_superuser[0]:

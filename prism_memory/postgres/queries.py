@@ -56,7 +56,7 @@ READ_ARGS = (
     "p_filter => %s::jsonb, p_acl => %s::boolean, p_principal_id => %s::text, "
     "p_group_ids => %s::text[], p_generation => %s::bigint)"
 )
-#: The columns of a recall row (recall_v3), in order.
+#: The columns of a recall row (recall_v4), in order.
 RECALL = "kind, rank, resource_id, thread_id, id, text, metadata, sequence, importance, similarity, lexical, recency, score"
 #: The columns of ``entry_record_v1``, in order.
 RECORD = "id, text, metadata, sequence, importance, consent_source, consent_scope, consent_visible, consent_granted_at, consent_revoked_at, legal_hold, created_at, updated_at, invalidated"
@@ -104,13 +104,16 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "p_now => %b::timestamptz)"
         ),
         recall=q(
-            f"select {RECALL} from {{s}}.recall_v3("
+            f"select {RECALL} from {{s}}.recall_v4("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
             "p_query_embedding => %b::{vector}, p_query_text => %s::text, "
             "p_top_k => %s::integer, p_message_range => %s::integer, p_require_consent => %s::boolean, "
             "p_share_parent_thread_id => %s::text, p_across_threads => %s::boolean, p_now => %s::timestamptz, "
             "p_recency_weight => %s::float8, p_importance_weight => %s::float8, p_half_life_ms => %s::float8, "
-            "p_explain => %s::boolean, p_model_id => %s::text)"
+            "p_explain => %s::boolean, p_model_id => %s::text, p_filter => %s::jsonb, "
+            "p_occurred_after => %s::timestamptz, p_occurred_before => %s::timestamptz, "
+            "p_created_after => %s::timestamptz, p_created_before => %s::timestamptz, "
+            "p_lexical_weight => %s::float8)"
         ),
         invalidate=q(
             "select entry_id from {s}.invalidate_v1("

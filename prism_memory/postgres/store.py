@@ -35,6 +35,7 @@ from ..errors import (
 from ..explain import explain_hits
 from ..jsoncodec import json_text
 from ..schema import SchemaConfig
+from ..scoring import LEXICAL_WEIGHT
 from ..store_arguments import (
     check_batch_writes,
     consent_change_arguments,
@@ -180,12 +181,12 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         across_threads: bool = False,
         model: EmbeddingModel | None = None,
     ) -> RecallResult:
-        """One ``recall_v3`` call (with a ``model``, the embedding-model guard in the same call); rows come back
+        """One ``recall_v4`` call (with a ``model``, the embedding-model guard in the same call); rows come back
         hits first (by rank), then gate counts, then adjacent entries."""
         scope_ids = _scope(scope)
         vector = embedding_values(query_embedding, "the query embedding")
         check_text(query_text, "the query text", InvalidQueryError)
-        if share_from_parent_thread_id is not None:  # here before the scoring, as the emulator; recall_v3 after it
+        if share_from_parent_thread_id is not None:  # here before the scoring, as the emulator; recall_v4 after it
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         scoring = scoring_numbers(scoring)
         check_bool(explain, "explain")
@@ -209,6 +210,8 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
                 None if scoring is None else scoring.half_life_ms,
                 explain,
                 None if model is None else model.model_id,
+                None, None, None, None, None,  # no metadata filter, no time windows
+                LEXICAL_WEIGHT,
             ),
             read=True,
         )

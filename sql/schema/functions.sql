@@ -43,7 +43,15 @@
 \ir functions/recall_travellers_v1.sql
 \ir functions/recall_grants_v1.sql
 \ir functions/recall_gates_v1.sql
+\ir functions/selects_v1.sql
+\ir functions/recall_selection_v1.sql
+\ir functions/recall_bounds_v2.sql
+\ir functions/recall_top_v2.sql
+\ir functions/recall_travellers_probe_v2.sql
+\ir functions/recall_travellers_v2.sql
+\ir functions/recall_gates_v2.sql
 \ir functions/recall_v3.sql
+\ir functions/recall_v4.sql
 \ir functions/share_with_v1.sql
 \ir functions/invalidate_v1.sql
 \ir functions/invalidate_resource_v1.sql

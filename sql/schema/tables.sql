@@ -30,6 +30,14 @@ create type {{schema}}.recall_probe_v1 as (
   created_at timestamptz, similarity double precision, text_tsv tsvector, expires_at timestamptz,
   sources_created_at timestamptz, sources_expire_at timestamptz);
 
+-- What a read keeps besides its gates (recall_selection_v1 builds it,
+-- selects_v1 applies it): entries whose metadata satisfies a filter (the
+-- jsonpath metadata_filter_v1 compiles; NULL: every entry) and whose event
+-- time and write time fall in half-open windows [after, before) (NULL: open).
+create type {{schema}}.selection_v1 as (
+  path jsonpath, occurred_after timestamptz, occurred_before timestamptz,
+  created_after timestamptz, created_before timestamptz);
+
 -- Working memory: one versioned JSON document per tenant/resource, or per
 -- tenant/resource/thread. thread_id = '' is the resource-scoped record.
 create table {{working}} (
@@ -78,6 +86,10 @@ create table {{entries}} (
   -- expires with its sources, at read time. Revision 0017 added them.
   sources_created_at timestamptz,
   sources_expire_at  timestamptz,
+  -- When the thing the entry tells of happened or was said (its event time);
+  -- NULL: its created_at. Read windows compare coalesce(occurred_at,
+  -- created_at) (selects_v1). Revision 0018 added it.
+  occurred_at        timestamptz,
   primary key (tenant_id, resource_id, thread_id, id)
 );
 alter table {{entries}} alter column embedding set storage {{embedding_storage}};

@@ -256,7 +256,7 @@ async def test_a_bad_expiry_is_refused_by_remember_itself_not_later_by_flush(bac
 def test_the_reads_refuse_a_null_or_infinite_now_from_psql(pg_dsn):
     """A NULL or infinite p_now would measure expiry against nothing: the reads refuse it (PM002)."""
     vector = "array_fill(1, array[64])::vector"
-    calls = [f"select * from prism_memory.recall_v3('acme', 'a_b', 't1', {vector}, 'pizza', p_now => %s)",
+    calls = [f"select * from prism_memory.recall_v4('acme', 'a_b', 't1', {vector}, 'pizza', p_now => %s)",
              "select * from prism_memory.list_entries_v2('acme', 'a_b', 't1', p_now => %s)",
              "select * from prism_memory.list_resource_entries_v1('acme', 'a_b', p_now => %s)",
              "select * from prism_memory.retention_candidates_v2('acme', 'a_b', 't1', null, null, 64, p_now => %s)",
@@ -280,7 +280,7 @@ def test_a_bound_roles_ttl_and_reads_use_the_servers_clock(pg_dsn, role):
                      f"array[{vector}], p_ttl => array['1 hour']::interval[], p_now => %s)", (far_future,))
         # A far-future p_now cannot expire it either: the bound role's reads run on the server's clock too.
         recalled = [row[0] for row in conn.execute(
-            f"select id from prism_memory.recall_v3('acme', 'a_b', 't1', {vector}, 'bound', p_now => %s) "
+            f"select id from prism_memory.recall_v4('acme', 'a_b', 't1', {vector}, 'bound', p_now => %s) "
             "where kind = 'hit'", (far_future,))]
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         [(expires_at,)] = conn.execute("select expires_at from prism_memory.semantic_memory where id = 'bound'").fetchall()

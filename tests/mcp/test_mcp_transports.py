@@ -405,6 +405,8 @@ async def test_the_documented_agent_configs_start_a_working_server(pg_dsn, tmp_p
                     call = Caller(client)
                     stored = await call.ok("remember", entries=["Prefers green tea"])
                     found = await call.ok("recall", query="tea", top_k=1)
+        except Exception as exc:  # the server's own account of why it stopped
+            raise AssertionError(f"{args}: the server's stderr:\n{(tmp_path / 'server.log').read_text()}") from exc
         finally:
             if data_dir.exists():
                 subprocess.run(mcp_command("server", "stop"), env={**os.environ, "PRISM_MEMORY_DATA_DIR": str(data_dir)},

@@ -131,7 +131,7 @@ def scratch(tmp_path, monkeypatch):
 
 LAST = REVISIONS[-1]
 NEXT = f"{int(LAST) + 1:04d}"
-ADDED = "create or replace function {{schema}}.recall_v4() returns integer language sql as $$ select 3 $$;\n"
+ADDED = "create or replace function {{schema}}.recall_v9() returns integer language sql as $$ select 3 $$;\n"
 
 
 def add_function(name: str, text: str) -> None:
@@ -152,15 +152,15 @@ def migrated_through_and_back(server_dsn, prefix: str) -> tuple[str, str]:
 
 
 def test_a_new_revision_writes_out_the_edit_and_the_text_it_replaces(scratch, server_dsn):
-    """Edit recall_v3's head file and add recall_v4, then cut the next revision the way docs/architecture.md says."""
+    """Edit recall_v3's head file and add recall_v9, then cut the next revision the way docs/architecture.md says."""
     head = sql_source.FUNCTIONS_DIR / "recall_v3.sql"
     released = head.read_text()
     changed = released.replace("-- Semantic recall over one thread", "-- Semantic recall over one thread (next)")
     changed = changed.replace("  perform assert_embedding_v1(p_query_embedding, 'the query embedding');\n", "")
     head.write_text(changed)
-    add_function("recall_v4", ADDED)
+    add_function("recall_v9", ADDED)
     untouched = sql_source.revision_file(LAST, "upgrade")
-    assert unexplained_head_edits() == ["recall_v3", "recall_v4"]
+    assert unexplained_head_edits() == ["recall_v3", "recall_v9"]
 
     written = {path.name for path in new_revision("next")}
     assert written == {f"{NEXT}_next.sql", f"{NEXT}_next.down.sql", f"{NEXT}_next.py"}
@@ -169,17 +169,17 @@ def test_a_new_revision_writes_out_the_edit_and_the_text_it_replaces(scratch, se
     assert sql_source.revision_file(LAST, "upgrade") == untouched
     upgrade = sql_source.revision_file(NEXT, "upgrade")
     assert [relative for relative, _ in sql_source.file_blocks(upgrade)] == [
-        "functions/install_info_v1.sql", "functions/recall_v3.sql", "functions/recall_v4.sql"]
+        "functions/install_info_v1.sql", "functions/recall_v3.sql", "functions/recall_v9.sql"]
     assert dict(sql_source.file_blocks(upgrade))["functions/recall_v3.sql"] == changed
     assert "revoke execute on all functions" in upgrade
     down = sql_source.revision_file(NEXT, "downgrade")
     assert dict(sql_source.file_blocks(down))["functions/recall_v3.sql"] == released
-    assert "drop function {{schema}}.recall_v4(/* its argument types */);" in down
+    assert "drop function {{schema}}.recall_v9(/* its argument types */);" in down
     assert placeholders_left() == [f"{NEXT}_next.py", f"{NEXT}_next.sql"]
 
     # The revision runs: up to it and back gives exactly a fresh migrate to the one before.
     down_file = sql_source.MIGRATIONS_SQL_DIR / f"{NEXT}_next.down.sql"
-    down_file.write_text(down_file.read_text().replace("recall_v4(/* its argument types */)", "recall_v4()"))
+    down_file.write_text(down_file.read_text().replace("recall_v9(/* its argument types */)", "recall_v9()"))
     config = SchemaConfig(dimensions=16)
     fresh, through = server_dsn("rev_fresh"), server_dsn("rev_through")
     migrate(fresh, config, LAST)
@@ -188,7 +188,7 @@ def test_a_new_revision_writes_out_the_edit_and_the_text_it_replaces(scratch, se
         assert conn.execute("select version_num from prism_memory.alembic_version").fetchone() == (NEXT,)
         assert conn.execute("select prosrc like '%assert_embedding_v1%' from pg_proc "
                             "where proname = 'recall_v3'").fetchone() == (False,)
-        assert conn.execute("select has_function_privilege('public', 'prism_memory.recall_v4()', 'execute')"
+        assert conn.execute("select has_function_privilege('public', 'prism_memory.recall_v9()', 'execute')"
                             ).fetchone() == (False,)
     downgrade(through, config, LAST)
     assert catalog_diff(catalog(fresh), catalog(through)) == ""
@@ -278,14 +278,14 @@ def test_amend_recuts_the_newest_revision_and_keeps_what_its_author_wrote(scratc
     recall, count = sql_source.FUNCTIONS_DIR / "recall_v3.sql", sql_source.FUNCTIONS_DIR / "count_entries_v1.sql"
     released_recall, released_count = recall.read_text(), count.read_text()
     recall.write_text(released_recall.replace("-- Semantic recall over one thread", "-- Semantic recall (first cut)"))
-    add_function("recall_v4", ADDED)
+    add_function("recall_v9", ADDED)
     new_revision("first")
     up_file, down_file = (sql_source.MIGRATIONS_SQL_DIR / f"{NEXT}_first{suffix}" for suffix in (".sql", ".down.sql"))
-    header = f"-- prism-memory schema revision {NEXT}: first. Adds recall_v4 and a column.\n"
+    header = f"-- prism-memory schema revision {NEXT}: first. Adds recall_v9 and a column.\n"
     up_file.write_text(up_file.read_text().replace(f"-- prism-memory schema revision {NEXT}: first. {PLACEHOLDER}\n", header)
                        .replace("{{pin_search_path}}\n", "{{pin_search_path}}\n\nalter table {{entries}} add column note text;\n"))
     after = "select 'written after the drops';\n"  # what needs the functions, as grants on restored ones
-    down_file.write_text(down_file.read_text().replace("recall_v4(/* its argument types */);\n", f"recall_v4();\n\n{after}")
+    down_file.write_text(down_file.read_text().replace("recall_v9(/* its argument types */);\n", f"recall_v9();\n\n{after}")
                          .replace("{{pin_search_path}}\n", "{{pin_search_path}}\n\nalter table {{entries}} drop column note;\n"))
 
     for step, edit in enumerate(("(amended)", "(amended again)")):
@@ -303,7 +303,7 @@ def test_amend_recuts_the_newest_revision_and_keeps_what_its_author_wrote(scratc
         assert edit in upgrade and "(first cut)" not in upgrade and ADDED in upgrade
         assert dict(sql_source.file_blocks(down))["functions/recall_v3.sql"] == released_recall
         assert dict(sql_source.file_blocks(down))["functions/count_entries_v1.sql"] == released_count
-        assert f"drop function {{{{schema}}}}.recall_v4();\n\n{after}\nreset search_path;\n" in down
+        assert f"drop function {{{{schema}}}}.recall_v9();\n\n{after}\nreset search_path;\n" in down
 
 
 def test_amend_refuses_a_released_revision(scratch, capsys):

@@ -116,7 +116,8 @@ async def test_recall_checks_tombstones_with_an_index_not_a_scan(backends, pg_ds
             for _ in range(6):  # past PL/pgSQL's switch to a generic plan
                 notices.clear()
                 conn.execute(query, ("t1", "user-ada", "thread-1", vector, "plan check", 8, 0, False, None, False,
-                                     datetime.now(timezone.utc), None, None, None, False, None)).fetchall()
+                                     datetime.now(timezone.utc), None, None, None, False, None,
+                                     None, None, None, None, None, 0.25)).fetchall()
             plan = next(notice for notice in notices if "semantic_memory_invalidation i" in notice)
             # The rows scored are filtered against those tombstones hashed once (a hashed subplan over the
             # array read below). The filter reads no table, so Citus runs it as it is and logs no shard
@@ -150,7 +151,7 @@ def citus_shard_plan(conn, backends, embeddings) -> str:
         vector = np.asarray(embeddings, dtype=np.float32)[0]
         worker.execute(backends.postgres.vector_store.queries.recall, (
             "t1", "user-ada", "thread-1", vector, "plan check", 8, 0, False, None, False, datetime.now(timezone.utc),
-            None, None, None, False, None)).fetchall()
+            None, None, None, False, None, None, None, None, None, None, 0.25)).fetchall()
         prefix = "executing the command locally: "
         [command] = [notice.removeprefix(prefix) for notice in notices
                      if notice.startswith(prefix) and "semantic_memory_invalidation_" in notice]
