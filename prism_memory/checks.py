@@ -263,7 +263,7 @@ MAX_MODEL_ID_BYTES = 256
 def check_model(model: object, widths: Sequence[int] = ()) -> EmbeddingModel | None:
     """A store call's ``model`` (the embedding-model guard): ``None``, or an :class:`EmbeddingModel` whose
     ``model_id`` passes the id rule (:func:`check_id`, 256 bytes) and whose ``dimensions`` is an ``int`` in
-    1..16000, else :class:`ConfigurationError` (``use_embedding_model_v1`` and ``recall_v3``
+    1..16000, else :class:`ConfigurationError` (``use_embedding_model_v1`` and ``recall_v4``
     raise PM017 alike); :class:`DimensionMismatchError` when one of ``widths`` (the call's embeddings) is not
     ``model.dimensions``. Both stores check it before anything is sent."""
     if model is None:

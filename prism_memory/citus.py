@@ -328,7 +328,7 @@ def _distribute_functions(conn, config: SchemaConfig, mode: str) -> tuple[int, i
             # since Citus re-plans a cached generic plan's single-shard statement on every execution
             # and keeps each of those plans until the session ends (about 27 kB a statement: a
             # worker's connection grew by 1.3 GB in 16 s of update_working calls). Either replaces a
-            # function's own setting (recall_v3's force_generic_plan: Citus cannot route a generic
+            # function's own setting (recall_v4's force_generic_plan: Citus cannot route a generic
             # plan of a statement that joins tables). Citus propagates the setting to every node.
             conn.execute(sql.SQL("alter function {} set plan_cache_mode = {}").format(sql.SQL(copy), sql.SQL(mode)))
             delegated += 1

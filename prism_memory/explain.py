@@ -12,7 +12,7 @@ def explain_hits(
     hits: list[RecallHit], weights: dict[str, float] | None, removed: dict[str, int]
 ) -> RecallExplanation:
     """Per-hit components with the normalised weights (``{"similarity", "recency", "importance"}``, ``None``
-    without composite scoring; each backend gives its own: ``recall_v3``'s gate rows, the emulator's
+    without composite scoring; each backend gives its own: ``recall_v4``'s gate rows, the emulator's
     :func:`prism_memory.scoring.scoring_weights`), and removals per gate."""
     return RecallExplanation(
         [HitExplanation(id=hit.id, similarity=hit.similarity, lexical=hit.lexical, recency=hit.recency,

@@ -6,7 +6,7 @@ emulator gives the same answers as Postgres whatever the database's locale:
 * **v2** (:func:`lexical_terms_v2`, :func:`query_terms_v2`; SQL
   ``lexical_terms_v2``, ``query_terms_v2``, ``lexical_tokens_v2``; revision
   0010) is the one at head: ``text_tsv`` of entries and RAG chunks, and the
-  query terms of ``recall_v3`` and ``rag_lexical_query_v1``.
+  query terms of ``recall_v4`` and ``rag_lexical_query_v1``.
   :func:`lexical_terms` and :func:`query_terms` name it.
 * **v1** (:func:`lexical_terms_v1`; revision 0001)
   is what ``text_tsv`` held before 0010, and stays the hash embedder's

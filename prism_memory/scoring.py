@@ -7,7 +7,7 @@ share of the query's distinct lexical terms present in the entry, in [0, 1].
 Composite (opt-in): the top ``top_k *
 CANDIDATE_FACTOR`` candidates by the default score are re-ranked by
 ``w_similarity * default + w_recency * recency + w_importance * importance``.
-``recall_v3`` and ``scoring_weights_v1`` compute the same in
+``recall_v4`` and ``scoring_weights_v1`` compute the same in
 SQL with the same constants and the same float operations; the emulator uses
 this module.
 """

@@ -39,7 +39,7 @@ class VectorStore(Protocol):
     ``model`` (an :class:`EmbeddingModel`, or ``None`` for an embedder without an identity, which keeps
     the width rule alone) is the embedding-model guard: a write's embeddings, or a recall's query
     embedding, come from that model. The thread's recorded model is checked in the same transaction as
-    the write (``use_embedding_model_v1``) or in the recall's own call (``recall_v3``'s ``p_model_id``), and
+    the write (``use_embedding_model_v1``) or in the recall's own call (``recall_v4``'s ``p_model_id``), and
     another model of the same width raises :class:`~prism_memory.errors.EmbeddingModelMismatchError`, nothing changed;
     ``reembed`` switches the thread's record to ``model`` instead (``rebuild_index``).
     """
@@ -83,7 +83,7 @@ class VectorStore(Protocol):
         across_threads: bool = False,
         model: EmbeddingModel | None = None,
     ) -> RecallResult:
-        """[recall_v3] Top-``top_k`` injectable hits of the thread (and of live grants; with ``across_threads``
+        """[recall_v4] Top-``top_k`` injectable hits of the thread (and of live grants; with ``across_threads``
         also of the resource's other threads, the entries whose consent scope lets them leave their thread) by
         the default score, or re-ranked by ``scoring``, plus adjacent entries from each hit's thread; with
         ``explain``, the hits' components and gate counts."""

@@ -1,4 +1,4 @@
-"""The emulator's recall: ``recall_v3`` in Python, one method for each of its steps.
+"""The emulator's recall: ``recall_v4`` in Python, one method for each of its steps.
 
 * similarity follows pgvector's cosine: ``dot / sqrt(|a|^2 * |b|^2)`` clamped
   to [-1, 1], then ``1 - (1 - s)``, over the float32 values pgvector stores.
@@ -11,10 +11,10 @@
   ``lexical_terms_v2`` and ``query_terms_v2``;
 * ties break on sequence, then id in code-point order (``collate "C"``), then thread and resource.
 
-The steps of :meth:`RecallOperations.recall`, beside ``recall_v3.sql``:
+The steps of :meth:`RecallOperations.recall`, beside ``recall_v4.sql``:
 
 ====================================  ============================================================================
-step                                  recall_v3
+step                                  recall_v4
 ====================================  ============================================================================
 ``_recall_arguments``                 ``scoring_weights_v1`` in its declare, then ``assert_now_v1``,
                                       ``assert_scope_v2``, top_k, message_range, the query's size and
@@ -26,8 +26,8 @@ step                                  recall_v3
                                       resource's other threads, travelling entries of the query's width
                                       outside ``v_foreign``; the granted ids); ``_admitted`` adds consent and
                                       hold (``is_injectable_v1``), tombstones and expiry (``is_live_v2``)
-``_recall_candidates``                the three legs (the thread: ``recall_bounds_v1``, ``recall_rescore_v1``
-                                      less its tombstones; the other threads: ``recall_top_v1``; the grants),
+``_recall_candidates``                the three legs (the thread: ``recall_bounds_v2``, ``recall_rescore_v1``
+                                      less its tombstones; the other threads: ``recall_top_v2``; the grants),
                                       scored ``similarity + 0.25 * lexical``, and the ``candidates`` CTE's
                                       best ``v_keep`` (top_k, or top_k x 4 with scoring)
 ``_rerank``                           the ``blended`` and ``hits`` CTEs: the composite re-rank, cut to top_k
@@ -75,7 +75,7 @@ from .vectors import similarity as cosine_similarity
 
 @dataclass(frozen=True, slots=True)
 class _Reach:
-    """Where one recall reads and whom it asks for: recall_v3's scope gate and the arguments of its other gates."""
+    """Where one recall reads and whom it asks for: recall_v4's scope gate and the arguments of its other gates."""
 
     key: ThreadKey  # the thread recalled
     others: tuple[ThreadKey, ...]  # the resource's other threads, with across_threads (else none)
@@ -121,7 +121,7 @@ class _Ranked(NamedTuple):
 
 
 def _rank_key(score: float, where: ThreadKey, row: EntryRow) -> tuple[float, int, str, str, str]:
-    """recall_v3's order: score desc, sequence, id, thread, resource (code-point order)."""
+    """recall_v4's order: score desc, sequence, id, thread, resource (code-point order)."""
     return (-score, row.sequence, row.id, where[2], where[1])
 
 
@@ -144,7 +144,7 @@ class RecallOperations(EmulatorState):
         across_threads: bool = False,
         model: EmbeddingModel | None = None,
     ) -> RecallResult:
-        """Mirror of ``recall_v3``: own thread, the travelling entries of the resource's other threads
+        """Mirror of ``recall_v4``: own thread, the travelling entries of the resource's other threads
         (``across_threads``; with a ``model``, not those of threads that recorded another model of its width)
         and live grants, the consent and expiry gates, an exact scored scan, the optional composite re-rank of
         the top ``top_k * 4``, adjacency within each hit's thread, and gate counts. With a ``model``, the
@@ -171,7 +171,7 @@ class RecallOperations(EmulatorState):
         share_from_parent_thread_id: str | None, scoring: RecallScoringOptions | None, explain: bool,
         across_threads: bool, now: datetime | None, model: EmbeddingModel | None,
     ) -> tuple[ThreadKey, np.ndarray, RecallScoringOptions | None, datetime]:
-        """Python's type checks, then recall_v3's checks in its order; returns the thread's key, the query as
+        """Python's type checks, then recall_v4's checks in its order; returns the thread's key, the query as
         float32, the checked scoring options and the clock. :class:`LimitExceededError` for top_k outside
         1..32 or message_range outside 0..4, :class:`PayloadTooLargeError` for a query over 64 KiB,
         :class:`InvalidQueryError` for a blank one, the embedding's and scope's errors otherwise."""
@@ -180,7 +180,7 @@ class RecallOperations(EmulatorState):
         check_text(query_text, "the query text", InvalidQueryError)
         if share_from_parent_thread_id is not None:  # before the scoring options, as the Postgres store checks it
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
-        scoring = check_scoring(scoring)  # scoring_weights_v1 runs first, in recall_v3's declare
+        scoring = check_scoring(scoring)  # scoring_weights_v1 runs first, in recall_v4's declare
         check_bool(explain, "explain")
         check_bool(across_threads, "across_threads")
         now = check_now(now)
@@ -190,14 +190,14 @@ class RecallOperations(EmulatorState):
         check_int_option("message_range", message_range, 0, HARD_CAPS["message_range"])
         if len(query_text.encode("utf-8")) > HARD_CAPS["query_bytes"]:
             raise PayloadTooLargeError("the query text is over the 64 KiB hard cap")
-        if not query_text.strip():  # recall_v3: PM008
+        if not query_text.strip():  # recall_v4: PM008
             raise InvalidQueryError("the query text must not be blank")
         query = float32(values, "the query embedding")
         self._check_dimensions(self._threads.get(key, {}), query.shape[0])
         return key, query, scoring, now
 
     def _check_model(self, key: ThreadKey, model: EmbeddingModel, granted: dict[ThreadKey, frozenset[str]]) -> None:
-        """Mirror of ``recall_v3``'s model check (``p_model_id``): another model of the same width recorded by the
+        """Mirror of ``recall_v4``'s model check (``p_model_id``): another model of the same width recorded by the
         thread (holding entries) or by the parent thread of a live grant to it (holding a granted entry; parents
         in code-point order) raises :class:`EmbeddingModelMismatchError`."""
 
@@ -222,7 +222,7 @@ class RecallOperations(EmulatorState):
                 )
 
     def _foreign_threads(self, model: EmbeddingModel | None) -> frozenset[ThreadKey]:
-        """recall_v3's ``v_foreign``: the threads whose recorded model is another of ``model``'s width (none
+        """recall_v4's ``v_foreign``: the threads whose recorded model is another of ``model``'s width (none
         without a model)."""
         if model is None:
             return frozenset()
@@ -241,7 +241,7 @@ class RecallOperations(EmulatorState):
 
     def _recall_candidates(self, reach: _Reach, query: np.ndarray, query_text: str, keep: int) -> list[_Candidate]:
         """Every admitted entry of the threads ``reach`` reads, scored exactly (similarity + 0.25 * lexical, lexical
-        the share of the query's terms the entry holds), in recall_v3's order: the best ``keep``."""
+        the share of the query's terms the entry holds), in recall_v4's order: the best ``keep``."""
         terms = set(query_terms(query_text))
         query_norm_squared = norm_squared(query)
         query_double = query.astype(np.float64)
@@ -333,7 +333,7 @@ def _hit(ranked: _Ranked) -> RecallHit:
 
 
 def _weights(scoring: RecallScoringOptions | None) -> dict[str, float] | None:
-    """The normalised weights an explanation shows (``scoring_weights_v1``'s, as ``recall_v3``'s gate rows carry them)."""
+    """The normalised weights an explanation shows (``scoring_weights_v1``'s, as ``recall_v4``'s gate rows carry them)."""
     if scoring is None:
         return None
     similarity, recency, importance = scoring_weights(scoring)

@@ -64,7 +64,7 @@ class SharingOperations(EmulatorState):
 
     def _live_grants(self, key: ThreadKey, parent_thread_id: str, now: datetime) -> dict[ThreadKey, frozenset[str]]:
         """The grants to the thread ``key`` from a thread ``parent_thread_id`` (of its resource or another) that
-        have not expired at ``now``: parent thread -> the ids granted, parents in code-point order (recall_v3's
+        have not expired at ``now``: parent thread -> the ids granted, parents in code-point order (recall_v4's
         ``grants``)."""
         granted: dict[ThreadKey, frozenset[str]] = {}
         for (tenant, resource, parent, child_resource, child_thread), (ids, expires_at) in sorted(self._grants.items()):

@@ -109,7 +109,7 @@ class _PostgresBase:
 
 
 class PostgresVectorStore(_PostgresBase, PostgresRagStore):
-    """:class:`prism_memory.stores.VectorStore` over ``remember_v2`` / ``recall_v3`` and friends, and
+    """:class:`prism_memory.stores.VectorStore` over ``remember_v2`` / ``recall_v4`` and friends, and
     :class:`prism_memory.stores.RagVectorStore` over the ``rag_*_v1`` functions (:class:`PostgresRagStore`).
 
     Python checks only what SQL cannot see (:mod:`prism_memory.checks`: types
