@@ -37,17 +37,20 @@ $$;
 -- recall_selection_v1): its metadata satisfies the filter's jsonpath, and its
 -- event time (occurred_at, or created_at when it has none) and its created_at
 -- fall in the half-open windows [after, before). A NULL part keeps every
--- entry. One expression, inlined into the queries that use it; the
--- emulator's prism_memory.filters mirrors it.
+-- entry; a NULL selection (nothing selected) costs one test per row. One
+-- expression, inlined into the queries that use it.
 create or replace function {{schema}}.selects_v1(
   p_metadata jsonb, p_occurred_at timestamptz, p_created_at timestamptz, p_selection {{schema}}.selection_v1)
 returns boolean
 language sql immutable parallel safe
-return ((p_selection).path is null or coalesce(p_metadata @@ (p_selection).path, false))
-   and ((p_selection).occurred_after is null or coalesce(p_occurred_at, p_created_at) >= (p_selection).occurred_after)
-   and ((p_selection).occurred_before is null or coalesce(p_occurred_at, p_created_at) < (p_selection).occurred_before)
-   and ((p_selection).created_after is null or p_created_at >= (p_selection).created_after)
-   and ((p_selection).created_before is null or p_created_at < (p_selection).created_before);
+return p_selection is null
+       or (((p_selection).path is null or coalesce(p_metadata @@ (p_selection).path, false))
+           and ((p_selection).occurred_after is null
+                or coalesce(p_occurred_at, p_created_at) >= (p_selection).occurred_after)
+           and ((p_selection).occurred_before is null
+                or coalesce(p_occurred_at, p_created_at) < (p_selection).occurred_before)
+           and ((p_selection).created_after is null or p_created_at >= (p_selection).created_after)
+           and ((p_selection).created_before is null or p_created_at < (p_selection).created_before));
 -- end of functions/selects_v1.sql
 
 -- file functions/recall_selection_v1.sql
@@ -55,7 +58,7 @@ return ((p_selection).path is null or coalesce(p_metadata @@ (p_selection).path,
 -- metadata_filter_v1 (PM019 for a bad filter; NULL: no filter), and the four
 -- window bounds, each NULL (open) or a time between years 1 and 9999 (PM008
 -- otherwise: infinity is no bound). An empty window (after >= before) keeps
--- nothing, as asked.
+-- nothing, as asked. NULL when nothing is selected.
 create or replace function {{schema}}.recall_selection_v1(
   p_filter jsonb, p_occurred_after timestamptz, p_occurred_before timestamptz,
   p_created_after timestamptz, p_created_before timestamptz)
@@ -77,6 +80,10 @@ begin
     raise exception '% must be a time between years 1 and 9999, got %', v_bound.label, v_bound.value
       using errcode = 'PM008';
   end loop;
+  if p_filter is null and p_occurred_after is null and p_occurred_before is null and p_created_after is null
+     and p_created_before is null then
+    return null;
+  end if;
   if p_filter is not null then
     v_path := metadata_filter_v1(p_filter);
   end if;

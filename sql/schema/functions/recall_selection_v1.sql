@@ -2,7 +2,7 @@
 -- metadata_filter_v1 (PM019 for a bad filter; NULL: no filter), and the four
 -- window bounds, each NULL (open) or a time between years 1 and 9999 (PM008
 -- otherwise: infinity is no bound). An empty window (after >= before) keeps
--- nothing, as asked.
+-- nothing, as asked. NULL when nothing is selected.
 create or replace function {{schema}}.recall_selection_v1(
   p_filter jsonb, p_occurred_after timestamptz, p_occurred_before timestamptz,
   p_created_after timestamptz, p_created_before timestamptz)
@@ -24,6 +24,10 @@ begin
     raise exception '% must be a time between years 1 and 9999, got %', v_bound.label, v_bound.value
       using errcode = 'PM008';
   end loop;
+  if p_filter is null and p_occurred_after is null and p_occurred_before is null and p_created_after is null
+     and p_created_before is null then
+    return null;
+  end if;
   if p_filter is not null then
     v_path := metadata_filter_v1(p_filter);
   end if;
