@@ -125,8 +125,8 @@ async def test_a_bad_filter_raises_invalid_filter_error_on_both_backends_before_
         store = backend.vector_store
         outcomes = []
         for filter in ({"a": {"$in": []}}, {"a..b": 1}, {"$or": []}, {"a": {"b": {"$eq": 1}}}, {"a": {"$gt": True, "x": 1}}):
-            for call in (lambda: store.query("t1", "kb", [1.0] * 64, filter=filter),
-                         lambda: store.lexical_query("t1", "kb", "alpha", filter=filter)):
+            for call in (lambda wanted=filter: store.query("t1", "kb", [1.0] * 64, filter=wanted),
+                         lambda wanted=filter: store.lexical_query("t1", "kb", "alpha", filter=wanted)):
                 try:
                     await call()
                 except Exception as exc:  # compared by type across backends
@@ -160,3 +160,29 @@ def test_rag_reads_through_direct_sql_take_the_language(pg_dsn, corpus):
         with pytest.raises(psycopg.Error) as raised:
             conn.execute("select * from prism_memory.rag_query_v1('t1', 'kb', %s::vector, 5, '{\"a\": {\"$in\": []}}')", (vector,))
         assert raised.value.sqlstate == "PM019"
+
+
+HOSTILE = ["'", '"', "\\", "$", "@", ")", "||", "\n", "é", "like_regex", '") || (1 == 1', "'; drop table x; --", "$.a"]
+
+
+async def test_hostile_keys_and_strings_match_literally_through_the_stores(backends):
+    keys = ["k" + text.replace(".", "_") for text in HOSTILE]
+    chunks = [
+        RagChunk(f"h{i:02d}", "s", "alpha", [1.0] + [0.01 * i] * 63, {key: text, "list": [text]})
+        for i, (key, text) in enumerate(zip(keys, HOSTILE))
+    ]
+
+    async def scenario(backend):
+        store = backend.vector_store
+        await store.upsert("t1", "kb", chunks)
+        found = []
+        for key, text in zip(keys, HOSTILE):
+            for filter in ({key: {"$in": [text]}}, {"list": {"$contains": text}}, {key: text, "list": [text]}):
+                found.append([m.id for m in await store.query("t1", "kb", [1.0] * 64, top_k=32, filter=filter)])
+            found.append(len(await store.lexical_query("t1", "kb", "alpha", top_k=32, filter={key: {"$ne": text}})))
+        return found
+
+    found = await backends.run(scenario)
+    for i in range(len(HOSTILE)):
+        assert found[4 * i : 4 * i + 3] == [[f"h{i:02d}"]] * 3
+        assert found[4 * i + 3] == len(HOSTILE) - 1

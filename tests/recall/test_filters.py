@@ -23,7 +23,6 @@ from prism_memory.filters import (
     jsonb_text_bytes,
     matches,
 )
-from psycopg.types.json import Jsonb
 
 SCHEMA = "prism_memory"
 
