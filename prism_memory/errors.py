@@ -39,6 +39,21 @@ class InvalidQueryError(ValidationError):
     """A recall query is not a string, is blank, or is not valid UTF-8; or a RAG ``filter`` is not a JSON object."""
 
 
+class InvalidFilterError(InvalidQueryError):
+    """A metadata filter is malformed or over a cap (SQLSTATE PM019); nothing ran and nothing was written.
+
+    Raised by :func:`prism_memory.filters.check_filter` and by the SQL function
+    ``metadata_filter_v1`` for: a filter that is not a JSON object, an unknown or
+    misplaced operator, an operand of the wrong JSON type, a malformed field path,
+    an object mixing operator and non-operator keys, a key starting with ``$``
+    inside a containment document, a non-finite number, and the caps (nesting
+    depth 8, 64 conditions, 256 elements in one ``$in``/``$nin``, 8 segments in
+    a path, 16 KiB of filter JSON). The message names the offending path or
+    operator (docs/api.md, "Metadata filters"). A subclass of
+    :class:`InvalidQueryError`, which a RAG filter that is not a JSON object raises.
+    """
+
+
 class LimitExceededError(ValidationError):
     """A numeric option (top_k, message_range, a limit) is out of range or over its hard cap."""
 
@@ -173,4 +188,5 @@ SQLSTATE_ERRORS: dict[str, type[PrismMemoryError]] = {
     "PM016": TenantAccessDeniedError,
     "PM017": ConfigurationError,
     "PM018": EmbeddingModelMismatchError,
+    "PM019": InvalidFilterError,
 }

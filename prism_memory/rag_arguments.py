@@ -19,7 +19,7 @@ from .embedding import embedding_values
 from .errors import (
     InvalidAuthorizationError,
     InvalidEntryError,
-    InvalidQueryError,
+    InvalidFilterError,
     InvalidScopeError,
     LimitExceededError,
 )
@@ -60,13 +60,15 @@ def read_arguments(
 
     Raises :class:`InvalidScopeError`, :class:`InvalidEntryError` (generation),
     :class:`LimitExceededError` (``top_k`` not an ``int``),
-    :class:`InvalidQueryError` (a filter that is not JSON, see
+    :class:`InvalidFilterError` (a filter that is not JSON, see
     :func:`prism_memory.jsoncodec.json_text`) and :class:`InvalidAuthorizationError`.
+    The filter's language (docs/api.md, "Metadata filters") is the SQL function's
+    rule (``metadata_filter_v1``, PM019), mirrored by the emulator.
     """
     scope_arguments(tenant_id, scope)
     generation_argument(generation)
     check_int(top_k, "top_k", LimitExceededError, bits=32)
-    document = None if filter is None else json_text(filter, "filter", InvalidQueryError)
+    document = None if filter is None else json_text(filter, "filter", InvalidFilterError)
     return document, reader_argument(authorization)
 
 

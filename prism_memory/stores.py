@@ -231,8 +231,10 @@ class RagVectorStore(Protocol):
     ``tenant_id`` and ``scope`` (non-blank, at most 256 bytes) and touches that
     tenant only. Each method is one SQL function on Postgres (named in brackets).
 
-    Reads take ``filter`` (a JSON object matched by containment,
-    ``metadata @> filter``: it can only narrow) and ``authorization`` (a
+    Reads take ``filter`` (a metadata filter, docs/api.md "Metadata filters":
+    field paths, operators, ``$and``/``$or``/``$not`` and containment
+    documents; it can only narrow; a malformed one raises
+    :class:`~prism_memory.errors.InvalidFilterError`) and ``authorization`` (a
     :class:`RagAccessConstraint`: document ACL, applied inside the query
     before ranking; ``None`` reads without ACL). ``top_k`` is 1..32.
     """

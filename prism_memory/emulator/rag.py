@@ -1,7 +1,8 @@
 """The emulator's RAG vector store: the rules of the ``rag_*_v1`` SQL functions in Python.
 
 It always ranks exactly (Postgres ranks exactly below 2,000 candidates, and
-through HNSW from there). Metadata filters follow ``jsonb @>`` containment;
+through HNSW from there). Metadata filters are evaluated by
+:func:`prism_memory.filters.matches`, the mirror of ``metadata_filter_v1``;
 ties break on id in code-point order, like ``collate "C"``.
 """
 
@@ -26,6 +27,7 @@ from ..errors import (
     InvalidQueryError,
     StoreError,
 )
+from ..filters import matches
 from ..lexical import lexical_terms, query_terms
 from ..types import RagAccessConstraint, RagChunk, RagMatch, StoredChunk
 from .rules import (
@@ -72,23 +74,6 @@ class _RagState:
 
     def copy(self) -> _RagState:
         return _RagState({key: dict(rows) for key, rows in self.chunks.items()}, dict(self.generations), dict(self.acl))
-
-
-def json_contains(stored: Any, wanted: Any) -> bool:
-    """``stored @> wanted`` for jsonb values below the top level (where a scalar never matches an array)."""
-    if isinstance(wanted, dict):
-        return isinstance(stored, dict) and all(key in stored and json_contains(stored[key], value) for key, value in wanted.items())
-    if isinstance(wanted, list):
-        return isinstance(stored, list) and all(
-            any(json_contains(item, element) for item in stored) for element in wanted
-        )
-    if isinstance(stored, (dict, list)):
-        return False
-    if isinstance(wanted, bool) or isinstance(stored, bool):
-        return isinstance(wanted, bool) and isinstance(stored, bool) and wanted == stored
-    if isinstance(wanted, (int, float)) and isinstance(stored, (int, float)):
-        return stored == wanted
-    return type(stored) is type(wanted) and stored == wanted
 
 
 class EmulatorRagStore:
@@ -165,7 +150,7 @@ class EmulatorRagStore:
             chunk
             for (chunk_generation, _), chunk in self._rag.chunks.get(key, {}).items()
             if chunk_generation == read_generation
-            and (wanted is None or json_contains(chunk.metadata, wanted))
+            and matches(wanted, chunk.metadata)
             and self._readable(tenant_id, chunk, reader)
         ]
         return key, candidates

@@ -35,6 +35,7 @@ from ..errors import (
     LimitExceededError,
     PayloadTooLargeError,
 )
+from ..filters import check_filter, jsonb_text_bytes
 from ..jsoncodec import load_json
 from ..types import HARD_CAPS, EntryRecord, MemoryEntry, RagAccessConstraint, RagChunk, check_int_option
 from .vectors import float32
@@ -49,8 +50,9 @@ MAX_RAG_BATCH = 1000
 MAX_RAG_GRANTS = 1024
 #: UTF-8 bytes of a chunk's text plus its compact JSON metadata.
 MAX_CHUNK_BYTES = HARD_CAPS["entry_bytes"]
-#: UTF-8 bytes of a metadata filter's JSON.
-MAX_FILTER_BYTES = 64 * 1024
+#: UTF-8 bytes of a RAG read's filter as ``jsonb`` text (the filter language's own cap is 16 KiB:
+#: :data:`prism_memory.filters.MAX_FILTER_BYTES`).
+MAX_RAG_FILTER_BYTES = 64 * 1024
 
 
 def check_records(records: Sequence[EntryRecord]) -> list[dict[str, Any]]:
@@ -147,13 +149,15 @@ def check_reader(reader: RagAccessConstraint | None) -> RagAccessConstraint | No
 def check_rag_read(
     tenant_id: str, scope: str, top_k: int, filter: str | None, reader: RagAccessConstraint | None, generation: int | None
 ) -> dict[str, Any] | None:
-    """``rag_read_generation_v1``'s checks, after :func:`prism_memory.rag_arguments.read_arguments`; returns the filter
-    as stored JSON (``None`` when absent or empty).
+    """``rag_read_generation_v1``'s checks, then ``metadata_filter_v1``'s, after
+    :func:`prism_memory.rag_arguments.read_arguments`; returns the checked filter
+    (``None`` when absent or empty).
 
     The filter must be a JSON object (:class:`InvalidQueryError`, PM008) of
-    at most 64 KiB (:class:`PayloadTooLargeError`, PM006). It is matched by
-    containment (``metadata @> filter``), bound as one parameter: it can only
-    narrow a result, never widen it or reach the SQL text.
+    at most 64 KiB of ``jsonb`` text (:class:`PayloadTooLargeError`, PM006),
+    then a filter of the metadata filter language
+    (:func:`prism_memory.filters.check_filter`: :class:`InvalidFilterError`,
+    PM019). It can only narrow a result, never widen it or reach the SQL text.
     """
     check_rag_scope(tenant_id, scope)
     check_generation(generation)
@@ -161,10 +165,10 @@ def check_rag_read(
     wanted = None if filter is None else load_json(filter)
     if filter is not None and not isinstance(wanted, dict):
         raise InvalidQueryError("filter must be a JSON object")
-    if filter is not None and len(filter.encode("utf-8")) > MAX_FILTER_BYTES:
-        raise PayloadTooLargeError(f"filter is over the {MAX_FILTER_BYTES}-byte hard cap")
+    if filter is not None and jsonb_text_bytes(wanted) > MAX_RAG_FILTER_BYTES:
+        raise PayloadTooLargeError(f"filter is over the {MAX_RAG_FILTER_BYTES}-byte hard cap")
     check_reader(reader)
-    return wanted or None
+    return check_filter(wanted) or None
 
 
 def check_query_text(text: str) -> None:

@@ -72,6 +72,10 @@
 \ir functions/count_resource_entries_v1.sql
 \ir functions/reembed_v1.sql
 \ir functions/use_embedding_model_v1.sql
+\ir functions/metadata_filter_contains_v1.sql
+\ir functions/metadata_filter_node_v1.sql
+\ir functions/metadata_filter_v1.sql
+\ir functions/metadata_filter_is_containment_v1.sql
 \ir functions/rag_assert_generation_v1.sql
 \ir functions/rag_get_generation_v1.sql
 \ir functions/rag_set_generation_v1.sql
@@ -81,6 +85,7 @@
 \ir functions/rag_set_source_access_v1.sql
 \ir functions/rag_check_source_access_v1.sql
 \ir functions/rag_where_v1.sql
+\ir functions/rag_where_v2.sql
 \ir functions/rag_read_generation_v1.sql
 \ir functions/rag_estimate_candidates_v1.sql
 \ir functions/rag_query_v1.sql

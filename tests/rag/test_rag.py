@@ -81,6 +81,7 @@ async def test_query_lexical_get_by_source_and_isolation(backends):
 
 
 async def test_metadata_filters_follow_jsonb_containment_and_only_narrow(backends):
+    """Operator-free filters (docs/api.md, "Metadata filters") mean what ``metadata @> filter`` means."""
     filters = [
         {"dept": "hr"},
         {"tags": ["policy"]},
@@ -93,8 +94,9 @@ async def test_metadata_filters_follow_jsonb_containment_and_only_narrow(backend
         {"dept": "hr", "draft": True},
         {},
         {"dept') or true --": "x"},
-        {"' OR 1=1; drop table x; --": {"$ne": None}},
+        {"' OR 1=1; drop table x; --": {"$eq": None}},
         {"dept": None},
+        {"' OR 1=1; drop table x; --": {"$ne": None}},  # an exact negation: no chunk has the field
     ]
 
     async def scenario(backend):
@@ -119,6 +121,7 @@ async def test_metadata_filters_follow_jsonb_containment_and_only_narrow(backend
     assert outcome[6][0] == roadmap and outcome[7][0] == roadmap
     assert outcome[8][0] == salaries and len(outcome[9][0]) == 6
     assert outcome[10] == outcome[11] == outcome[12] == [[], []]
+    assert outcome[13][0] == outcome[9][0]
 
 
 async def test_generations_switch_atomically_and_roll_back(backends):

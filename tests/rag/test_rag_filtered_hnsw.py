@@ -69,6 +69,8 @@ SELECTIVE = [
     ("1% filter", {"filter": {"bucket": 7}}, lambda c: c.metadata["bucket"] == 7),
     ("3 matches", {"filter": {"rare": True}}, lambda c: c.metadata.get("rare") is True),
     ("no match", {"filter": {"bucket": 100}}, lambda c: False),
+    ("1% by operators (@@)", {"filter": {"bucket": {"$in": [7, "7"]}, "half": {"$ne": 0}}}, lambda c: c.metadata["bucket"] == 7),
+    ("3 by $exists (@@)", {"filter": {"rare": {"$exists": True}}}, lambda c: "rare" in c.metadata),
     ("1% ACL", {"authorization": RagAccessConstraint("ada")}, lambda c: int(c.source_id[1:]) % 100 == 0),
     ("filter and ACL", {"filter": {"band": 0}, "authorization": RagAccessConstraint("ada")},
      lambda c: int(c.source_id[1:]) % 100 == 0 and c.metadata["band"] == 0),
@@ -121,6 +123,7 @@ async def check_filtered_queries(emulator, vectors, chunks, sql_dsn, counted, ta
     broad = [
         ({}, lambda c: True, True),
         ({"filter": {"half": 1}}, lambda c: c.metadata["half"] == 1, True),
+        ({"filter": {"half": {"$ne": 0}}}, lambda c: c.metadata["half"] == 1, True),
         ({"authorization": RagAccessConstraint("zed", ("evens",))}, lambda c: int(c.source_id[1:]) % 2 == 0, False),
     ]
     for read, keep, through_hnsw in broad:

@@ -1,6 +1,7 @@
 -- The planner's estimate of the chunks of one generation of a scope whose
--- metadata contains p_filter (from the column statistics; jsonb @> is
--- estimated against them), among p_sources when given. EXPLAIN needs a
+-- metadata satisfy p_filter (the metadata filter language: @> for a plain
+-- containment document, else @@ its metadata_filter_v1 path; the planner
+-- estimates both from the column statistics), among p_sources when given. EXPLAIN needs a
 -- volatile function; rag_query_v1 itself stays stable, so all of its reads
 -- see one snapshot.
 create or replace function {{schema}}.rag_estimate_candidates_v1(
@@ -10,12 +11,15 @@ language plpgsql volatile
 set search_path from current
 as $$
 declare
+  v_contains constant boolean := metadata_filter_is_containment_v1(p_filter);
+  v_path constant jsonpath := case when not v_contains then metadata_filter_v1(p_filter) end;
   v_plan json;
 begin
   execute 'explain (format json) select 1 from {{rag_chunk}} c where '
-          || rag_where_v1(p_filter is not null, false, p_sources is not null)
+          || rag_where_v2(v_contains, v_path is not null, false, p_sources is not null)
     into v_plan
-    using p_tenant_id, p_scope, p_generation, p_filter, null::text, null::text[], p_sources;
+    using p_tenant_id, p_scope, p_generation, p_filter, null::text, null::text[], p_sources,
+          null::text, null::integer, v_path;
   return (v_plan -> 0 -> 'Plan' ->> 'Plan Rows')::double precision;
 end;
 $$;

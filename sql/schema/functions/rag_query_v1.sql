@@ -1,11 +1,15 @@
 -- Top-k chunks of one generation of a scope by cosine similarity
 -- (score = 1 - pgvector <=>), ties by id (code-point order), under the
--- filter and ACL of rag_where_v1, applied before ranking.
+-- filter and ACL of rag_where_v2, applied before ranking. The filter is in
+-- the metadata filter language (metadata_filter_v1, PM019 when malformed): one
+-- that is a plain containment document (metadata_filter_is_containment_v1)
+-- is applied as metadata @> filter, any other as metadata @@ its compiled
+-- jsonpath, bound as a parameter.
 --
 -- Path: how many candidates there are decides. Without a filter they are
 -- counted through the scope (or, for an ACL reader of at most 100 sources,
 -- the source) index, up to 2000; with a filter the planner's estimate is
--- taken (jsonb @> is estimated from the column statistics; under Citus
+-- taken (jsonb @> and @@ are estimated from the column statistics; under Citus
 -- they are counted with the filter, up to 2000); a reader of more
 -- than 100 sources counts as many. Fewer than 2000 are ranked exactly, which
 -- costs less than an HNSW search. More are read through HNSW (pinned
@@ -28,11 +32,16 @@ declare
   v_filter jsonb := nullif(p_filter, '{}'::jsonb);
   v_generation bigint := rag_read_generation_v1(p_tenant_id, p_scope, p_top_k, p_filter, p_acl,
                                                 p_principal_id, p_group_ids, p_generation);
+  v_contains constant boolean := metadata_filter_is_containment_v1(v_filter);
+  v_path jsonpath := metadata_filter_v1(v_filter);  -- checks the filter (PM019)
   v_sources text[];
   v_narrow boolean := false;
   v_candidates double precision := 2000;
   v_ids text[];
 begin
+  if v_contains then
+    v_path := null;  -- read with @> instead
+  end if;
   perform assert_embedding_v1(p_embedding, 'the query embedding');
   perform assert_dimensions_v2(p_tenant_id, p_scope, null, vector_dims(p_embedding));
   if p_acl then
@@ -56,18 +65,19 @@ begin
     -- Counted, filter included under Citus: an EXPLAIN inside a
     -- delegated call breaks the transaction's next statement there.
     execute 'select count(*)::integer from (select 1 from {{rag_chunk}} c where '
-            || rag_where_v1(v_filter is not null, false, v_narrow) || ' limit 2000) x'
+            || rag_where_v2(v_contains, v_path is not null, false, v_narrow) || ' limit 2000) x'
       into v_candidates
-      using p_tenant_id, p_scope, v_generation, v_filter, p_principal_id, p_group_ids, v_sources;
+      using p_tenant_id, p_scope, v_generation, v_filter, p_principal_id, p_group_ids, v_sources,
+            p_embedding, p_top_k, v_path;
   end if;
 
   if v_candidates >= 2000 and {{dimensions}}::integer is not null then
     perform set_config('hnsw.ef_search', greatest(40, 4 * p_top_k)::text, true);
     execute 'select coalesce(array_agg(n.id), ''{}'') from (select c.id from {{rag_chunk}} c where '
-            || rag_where_v1(v_filter is not null, p_acl, false) || ' order by c.embedding <=> $8 limit $9) n'
+            || rag_where_v2(v_contains, v_path is not null, p_acl, false) || ' order by c.embedding <=> $8 limit $9) n'
       into v_ids
       using p_tenant_id, p_scope, v_generation, v_filter, p_principal_id, p_group_ids, v_sources,
-            p_embedding, p_top_k;
+            p_embedding, p_top_k, v_path;
     if cardinality(v_ids) >= p_top_k then
       return query
         select c.id, c.source_id, c.text, c.metadata, c.generation, c.access_version,
@@ -84,13 +94,13 @@ begin
   -- ordering through the HNSW index), the top k kept.
   return query execute
     'with scored as (select c.id, 1::float8 - (c.embedding <=> $8) as score'
-    || ' from {{rag_chunk}} c where ' || rag_where_v1(v_filter is not null, p_acl, v_narrow) || ' offset 0),'
+    || ' from {{rag_chunk}} c where ' || rag_where_v2(v_contains, v_path is not null, p_acl, v_narrow) || ' offset 0),'
     || ' top as (select s.id, s.score from scored s order by s.score desc, s.id collate "C" limit $9)'
     || ' select c.id, c.source_id, c.text, c.metadata, c.generation, c.access_version, t.score'
     || ' from top t join {{rag_chunk}} c'
     || ' on c.tenant_id = $1 and c.scope = $2 and c.generation = $3 and c.id = t.id'
     || ' order by t.score desc, c.id collate "C"'
     using p_tenant_id, p_scope, v_generation, v_filter, p_principal_id, p_group_ids, v_sources,
-          p_embedding, p_top_k;
+          p_embedding, p_top_k, v_path;
 end;
 $$;
