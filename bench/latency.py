@@ -7,8 +7,8 @@ computed before the clock starts, so ``ingest_entries_per_s`` measures the
 store writes only (``PostgresVectorStore.remember`` batches of 128). Then it
 runs ``VACUUM (ANALYZE)`` (as autovacuum would after a bulk load), times ``PostgresVectorStore.recall`` (top_k=8) on the main
 thread from the client, plain and with composite scoring (``RecallScoringOptions(0.3, 0.2,
-7 days)``) and with the embedding-model guard (``model=``: ``recall_v3`` checks the model id in the same
-call), times a one-entry ``remember`` without and with the guard, and reads the plan recall_v3 runs via auto_explain.
+7 days)``) and with the embedding-model guard (``model=``: ``recall_v4`` checks the model id in the same
+call), times a one-entry ``remember`` without and with the guard, and reads the plan recall_v4 runs via auto_explain.
 
     .venv/bin/python bench/latency.py [--dsn URL] [--entries 1000] [--other-threads 20] [--derived-fraction 0.1]
 
@@ -31,6 +31,7 @@ import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
 from prism_memory import RecallScoringOptions, Scope, create_hash_embedder, create_postgres_memory_stores, embedding_model
+from prism_memory.scoring import LEXICAL_WEIGHT
 from prism_memory.types import EntryRecord
 from psycopg import sql
 
@@ -145,7 +146,7 @@ async def time_writes(stores, scope: Scope, embedder, model, runs: int = 200) ->
 
 
 def explain_recall(dsn: str, recall_sql, scope: Scope, queries, calls: int = 8) -> str:
-    """The plan of recall_v3's nested statements (auto_explain), from the last of ``calls`` calls.
+    """The plan of recall_v4's nested statements (auto_explain), from the last of ``calls`` calls.
 
     Several calls, so the plan shown is the one PL/pgSQL settles on (it may
     switch to a generic plan after five executions).
@@ -159,7 +160,7 @@ def explain_recall(dsn: str, recall_sql, scope: Scope, queries, calls: int = 8) 
             conn.execute(
                 recall_sql,
                 (scope.tenant_id, scope.resource_id, scope.thread_id, vector, text, 8, 0, False, None, False,
-                 datetime.now(timezone.utc), None, None, None, False, None),
+                 datetime.now(timezone.utc), None, None, None, False, None, None, None, None, None, None, LEXICAL_WEIGHT),
             ).fetchall()
     return "\n\n".join(notice for notice in notices if re.search(rf"\b{TABLE}(_invalidation)?\b", notice))
 
@@ -199,7 +200,7 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries)
         scored_timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries, SCORING)
         # The embedding-model guard: the main thread records the hash embedder's model (a one-entry rebuild
-        # page), then recall_v3 checks the model id it is given in the same call.
+        # page), then recall_v4 checks the model id it is given in the same call.
         model = embedding_model(embedder)
         first = threads[0][1][0]
         await stores.vector_store.reembed(main_scope, [first.id], [first.text], [first.embedding], model=model)
@@ -219,7 +220,7 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         tombstoned_plan = explain_recall(dsn, recall_sql, main_scope, queries)
     finally:
         await stores.close()
-    log("recall_v3 nested plan (auto_explain, last of 8 calls):\n" + plan)
+    log("recall_v4 nested plan (auto_explain, last of 8 calls):\n" + plan)
     log("with tombstones:\n" + tombstoned_plan)
     p50, p99 = np.percentile(timings, [50, 99])
     tombstoned_p50 = float(np.percentile(tombstoned_timings, 50))

@@ -17,7 +17,7 @@ random, timed from the client (``scoped_recall_p50_ms``/``_p99_ms``), then
 ``resource_ingest_entries_per_s`` for the largest, by default the
 100,000-entry resource in 500 threads, half of it consent scope "user"). Each answer is
 compared with a brute-force numpy ranking of the thread's valid entries
-(similarity + 0.25 x lexical), so ``exact`` says whether every answer was the
+(similarity + LEXICAL_WEIGHT x lexical), so ``exact`` says whether every answer was the
 true top 10.
 
     .venv/bin/python bench/scale.py                      # the full 1M run (about 15 minutes here)
@@ -217,14 +217,14 @@ async def time_queries(stores, spec: CorpusSpec, queries, warmup: int, cache: di
 
 
 def explain_largest(dsn: str, schema: str, thread: Thread, query: np.ndarray, text: str) -> str:
-    """EXPLAIN (ANALYZE, BUFFERS) of recall_v3's inner statements on ``thread``, via auto_explain."""
+    """EXPLAIN (ANALYZE, BUFFERS) of recall_v4's inner statements on ``thread``, via auto_explain."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         register_vector(conn)
         notices = auto_explain_notices(conn)
         for _ in range(6):  # PL/pgSQL settles on its generic plan after five executions
             notices.clear()
             conn.execute(
-                sql.SQL("select * from {}.recall_v3(%s, %s, %s, %s, %s, %s, 0)").format(sql.Identifier(schema)),
+                sql.SQL("select * from {}.recall_v4(%s, %s, %s, %s, %s, %s, 0)").format(sql.Identifier(schema)),
                 (thread.scope.tenant_id, thread.scope.resource_id, thread.scope.thread_id, query, text, TOP_K),
             ).fetchall()
     return "\n\n".join(notice for notice in notices if TABLE in notice)

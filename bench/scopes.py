@@ -10,7 +10,7 @@ Beside the main corpus it loads, each in a tenant of its own:
 Then it times top-10 recalls from the client: thread recall on each thread, and ``across_threads`` recall
 from a random thread of each resource. Every answer is compared with a numpy ranking of what the gate
 allows (the thread's valid entries; for a resource, also the other threads' valid entries of consent scope
-"user"), by similarity + 0.25 x lexical: ``exact`` for threads, and recall@10 for resources (the share of the
+"user"), by similarity + lexical_weight x lexical (the default weight): ``exact`` for threads, and recall@10 for resources (the share of the
 true top 10 returned, ties within 1e-6 allowed). ``per_row_us`` is p50 over the scope's entries.
 """
 
@@ -88,7 +88,7 @@ def _word_matrix(texts: list[str]) -> np.ndarray:
 
 
 def _truth(embeddings: np.ndarray, words: np.ndarray, vector: np.ndarray, text: str) -> np.ndarray:
-    """The exact score of each candidate row: similarity + 0.25 x the share of the query's terms it holds."""
+    """The exact score of each candidate row: similarity + LEXICAL_WEIGHT x the share of the query's terms it holds."""
     terms = [_TERM_INDEX[term] for term in query_terms(text)]
     lexical = words[:, terms].sum(axis=1) / len(terms) if terms else np.zeros(len(words))
     return embeddings.astype(np.float64) @ vector.astype(np.float64) + LEXICAL_WEIGHT * lexical

@@ -41,7 +41,7 @@ from .types import EmbeddingModel, RecallScoringOptions, Scope
 
 #: UTF-8 bytes of a tenant, resource, thread, RAG scope, principal or group id (``assert_scope_v2``).
 MAX_SCOPE_ID_BYTES = 256
-#: UTF-8 bytes of an entry, chunk, source or lineage source id (``remember_v2``, ``rag_upsert_v1``).
+#: UTF-8 bytes of an entry, chunk, source or lineage source id (``remember_v3``, ``rag_upsert_v1``).
 MAX_ENTRY_ID_BYTES = 512
 #: The segment a delegated agent's scope adds to its parent's ids: ``"<resource>/agent:<agent id>"``.
 #: Reserved: only :meth:`prism_memory.memory.Memory.child` makes ids that hold it.

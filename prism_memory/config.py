@@ -11,6 +11,7 @@ from .checks import check_aware
 from .embedding import Embedder, embedding_model
 from .errors import ConfigurationError
 from .redaction import Redaction
+from .scoring import LEXICAL_WEIGHT
 from .stores import VectorStore, WorkingStore
 from .types import EmbeddingModel, MemoryLimits, Scope
 from .working import WorkingMemoryValidator
@@ -39,7 +40,8 @@ class MemoryConfig:
     ``redactor``. ``require_consent``: recall's default consent gate.
     ``on_invalidate``: the :data:`InvalidationHook` or ``None``. ``clock``:
     returns the time stamped on writes. ``importance_from``: derives an entry's
-    importance from its ``reflection`` at write time, or ``None``.
+    importance from its ``reflection`` at write time, or ``None``. ``lexical_weight``: the weight of recall's
+    lexical leg unless a call gives one.
 
     A delegated agent's memory shares all of it but the scope
     (``dataclasses.replace(config, scope=...)``, see ``Memory.child``).
@@ -57,6 +59,7 @@ class MemoryConfig:
     on_invalidate: InvalidationHook | None
     clock: Callable[[], datetime]
     importance_from: Callable[[dict[str, Any]], float] | None
+    lexical_weight: float = LEXICAL_WEIGHT
 
     @property
     def model(self) -> EmbeddingModel | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from . import lifecycle
 from .checks import MAX_ENTRY_ID_BYTES, check_bool, check_id
@@ -14,6 +15,7 @@ from .errors import InvalidEntryError, LimitExceededError
 from .export import EXPORT_LIMITS, check_export_caps, decode_cursor
 from .lifecycle import DELETE_BATCH
 from .memory_base import MemoryBase
+from .selection import select
 from .types import ConsentChange, ExportPage, ForgetResult, MemoryEntry, MemoryRecord, Scope
 
 
@@ -102,6 +104,12 @@ class ConsentOperations(MemoryBase):
         limit: int = EXPORT_LIMITS["limit"][0],
         max_bytes: int = EXPORT_LIMITS["max_bytes"][0],
         max_ms: int = EXPORT_LIMITS["max_ms"][0],
+        *,
+        filter: Mapping[str, Any] | None = None,
+        occurred_after: datetime | None = None,
+        occurred_before: datetime | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
     ) -> ExportPage:
         """One page of this thread's exportable records.
 
@@ -113,14 +121,18 @@ class ConsentOperations(MemoryBase):
         ``max_bytes`` of JSON (default 4 MiB, cap 32 MiB; the first record
         always fits), read within ``max_ms`` (default 10 s, cap 60 s, else
         :class:`OperationTimeoutError`). Pass ``next_cursor`` back for the
-        next page; it is ``None`` after the last.
+        next page; it is ``None`` after the last. ``filter`` and the windows
+        keep the records :meth:`Memory.recall` would consider with them, inside
+        the database (pass them again with each page's cursor);
+        :class:`InvalidFilterError` or :class:`InvalidQueryError` when bad.
         """
         thread = self._thread_scope()
         self._check_identity(identity)
         check_export_caps(limit, max_bytes, max_ms)
         after = decode_cursor(cursor)
+        selection = select(filter, occurred_after, occurred_before, created_after, created_before)
         await self._writes.settle("export_memory")
-        return await lifecycle.export_memory(self._config, thread, after, limit, max_bytes, max_ms)
+        return await lifecycle.export_memory(self._config, thread, after, limit, max_bytes, max_ms, selection)
 
 
 def _entry_id(entry_id: object) -> str:

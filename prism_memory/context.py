@@ -23,7 +23,8 @@ from typing import Any, Literal, Protocol
 from .checks import check_bool
 from .config import MemoryConfig
 from .errors import ConfigurationError, InvalidQueryError
-from .types import HARD_CAPS, RecallResult, RecallScoringOptions, WorkingMemoryRecord, check_int_option
+from .selection import check_selection
+from .types import HARD_CAPS, RecallResult, RecallScoringOptions, RecallSelection, WorkingMemoryRecord, check_int_option
 
 _WORD = re.compile(r"\w+|[^\w\s]")
 
@@ -64,7 +65,8 @@ class ContextMemory(Protocol):
 
     async def recall(
         self, query: str, top_k: int | None = None, *, require_consent: bool | None = None,
-        scoring: RecallScoringOptions | None = None, across_threads: bool = False,
+        scoring: RecallScoringOptions | None = None, across_threads: bool = False, filter: dict[str, Any] | None = None,
+        occurred_after: Any = None, occurred_before: Any = None, created_after: Any = None, created_before: Any = None,
     ) -> RecallResult: ...
 
 
@@ -95,6 +97,7 @@ class MemoryContextProvider:
         scoring: RecallScoringOptions | None,
         token_counter: Callable[[str], int] | None,
         across_threads: bool = False,
+        selection: RecallSelection | None = None,
     ) -> None:
         self.memory = memory
         self.working = working
@@ -108,6 +111,7 @@ class MemoryContextProvider:
         self.scoring = scoring
         check_bool(across_threads, "across_threads")
         self.across_threads = across_threads
+        self.selection = check_selection(selection)
         if token_counter is not None and not callable(token_counter):
             raise ConfigurationError("token_counter must be callable: str -> int")
         self.count = token_counter or count_tokens
@@ -118,12 +122,15 @@ class MemoryContextProvider:
             raise ConfigurationError(f"token_counter must return an int >= 0, got {tokens!r}")
         return tokens
 
-    async def provide(self, query: str | None = None) -> list[ContextBlock]:
+    async def provide(self, query: str | None = None, selection: RecallSelection | None = None) -> list[ContextBlock]:
         """The blocks for a turn: working memory (rendered through the template) first, then the recall
         hits for ``query`` (none without one) in rank order, as many as fit: together at most
-        ``max_tokens`` tokens. A block or hit that does not fit is left out, never cut."""
+        ``max_tokens`` tokens. A block or hit that does not fit is left out, never cut. ``selection`` (a
+        :class:`RecallSelection`: a metadata filter and time windows) restricts the recall for this turn in
+        place of the provider's own; :class:`InvalidFilterError` or :class:`InvalidQueryError` when bad."""
         if query is not None and not isinstance(query, str):
             raise InvalidQueryError(f"the query must be a string or None, got {type(query).__name__}")
+        chosen = self.selection if selection is None else check_selection(selection)
         budget = self.max_tokens
         blocks: list[ContextBlock] = []
         if self.working:
@@ -135,8 +142,11 @@ class MemoryContextProvider:
                     blocks.append(ContextBlock("working", text, tokens))
                     budget -= tokens
         if self.recall and query is not None and query.strip() and self.memory.config.scope.thread_id is not None:
+            windows = {} if chosen is None else {
+                "filter": chosen.filter, "occurred_after": chosen.occurred_after, "occurred_before": chosen.occurred_before,
+                "created_after": chosen.created_after, "created_before": chosen.created_before}
             result = await self.memory.recall(query, top_k=self.top_k, require_consent=self.require_consent,
-                                              scoring=self.scoring, across_threads=self.across_threads)
+                                              scoring=self.scoring, across_threads=self.across_threads, **windows)
             lines, ids, tokens = [RECALL_HEADER], [], 0
             for hit in result.hits:
                 cost = self._tokens("\n".join([*lines, f"- {quote(hit.text)}"]))

@@ -1,7 +1,7 @@
 """An entry's checks before anything is embedded: its fields, consent, lineage and expiry.
 
 The facade runs them on each entry of a ``remember`` (an embedding costs a model call); both stores run
-:func:`check_expiry_range` again at their own clock, as ``remember_v2`` does. Errors are
+:func:`check_expiry_range` again at their own clock, as ``remember_v3`` does. Errors are
 :class:`~prism_memory.errors.InvalidEntryError` (and the size and range errors named on each function).
 """
 
@@ -29,7 +29,8 @@ from .types import (
     MemoryLineage,
 )
 
-_ENTRY_KEYS = {"id", "text", "metadata", "sequence", "importance", "consent", "lineage", "reflection", "expires_at", "ttl"}
+_ENTRY_KEYS = {"id", "text", "metadata", "sequence", "importance", "consent", "lineage", "reflection", "expires_at", "ttl",
+               "occurred_at"}
 
 
 def to_entry(entry: MemoryEntry | Mapping[str, Any], position: int) -> MemoryEntry:
@@ -113,7 +114,7 @@ def check_lineage(stored: object, where: str) -> None:
 def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, Any]:
     """Check one entry and return its metadata as stored: a ``dict`` read back from its JSON (``{}`` when unset).
 
-    The checks of ``remember_v2`` (PM002, PM006) plus Python's types and
+    The checks of ``remember_v3`` (PM002, PM006) plus Python's types and
     encodings, made before the entry is embedded. A ``lineage`` is stored as
     ``metadata["_lineage"]`` (giving both raises). Raises
     :class:`InvalidEntryError` for a bad id (:func:`check_id`, 512 bytes),
@@ -155,13 +156,14 @@ def check_entry(entry: MemoryEntry, position: int, max_bytes: int) -> dict[str, 
             raise InvalidEntryError(f"{where}: importance must be a finite number, got {entry.importance!r}")
     check_consent(entry.consent, where)
     check_expiry(entry.expires_at, entry.ttl, where)
+    check_aware(entry.occurred_at, f"{where}: occurred_at")
     return stored
 
 
 def check_expiry(expires_at: object, ttl: object, where: str) -> None:
     """An entry's expiry as it can be sent: ``expires_at`` ``None`` or timezone-aware (:func:`check_aware`),
-    ``ttl`` ``None`` or a ``timedelta``, not both; else :class:`InvalidEntryError` (``remember_v2``: PM002).
-    Their ranges (after now; more than 0 and at most 36,500 days) are ``remember_v2``'s (PM005)."""
+    ``ttl`` ``None`` or a ``timedelta``, not both; else :class:`InvalidEntryError` (``remember_v3``: PM002).
+    Their ranges (after now; more than 0 and at most 36,500 days) are ``remember_v3``'s (PM005)."""
     check_aware(expires_at, f"{where}: expires_at")
     if ttl is not None and not isinstance(ttl, timedelta):
         raise InvalidEntryError(f"{where}: ttl must be a timedelta, got {type(ttl).__name__}")
@@ -169,16 +171,16 @@ def check_expiry(expires_at: object, ttl: object, where: str) -> None:
         raise InvalidEntryError(f"{where}: give expires_at or ttl, not both")
 
 
-#: The longest ``ttl`` an entry may be written with (``remember_v2``).
+#: The longest ``ttl`` an entry may be written with (``remember_v3``).
 MAX_TTL = timedelta(days=36500)
 
 
 def check_expiry_range(records: Sequence[MemoryEntry | EntryRecord], now: datetime) -> None:
-    """``remember_v2``'s expiry ranges, after its other entry checks: each ``expires_at`` after ``now``, each ``ttl``
+    """``remember_v3``'s expiry ranges, after its other entry checks: each ``expires_at`` after ``now``, each ``ttl``
     more than 0 and at most :data:`MAX_TTL`, ending no later than :data:`~prism_memory.checks.LATEST_TIME`, else
     :class:`LimitExceededError` (PM005). ``Memory.remember``
     checks them against the memory's clock before it queues a write; the emulator's store checks them again at
-    its own ``now``, as ``remember_v2`` does."""
+    its own ``now``, as ``remember_v3`` does."""
     for position, record in enumerate(records, start=1):
         if (record.expires_at is not None and record.expires_at <= now) or (
             record.ttl is not None and not timedelta(0) < record.ttl <= MAX_TTL

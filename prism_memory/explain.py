@@ -5,7 +5,7 @@ from __future__ import annotations
 from .types import HitExplanation, RecallExplanation, RecallHit
 
 #: The recall gates, in the order an entry is attributed to the first one it fails.
-GATES = ("scope", "hold", "consent", "invalidation", "expiry")
+GATES = ("scope", "hold", "consent", "invalidation", "expiry", "selection")
 
 
 def explain_hits(

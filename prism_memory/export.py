@@ -110,6 +110,7 @@ def export_json(record: MemoryRecord) -> dict[str, Any]:
         },
         "createdAt": instant(record.created_at),
         "updatedAt": instant(record.updated_at),
+        "occurredAt": instant(record.occurred_at),
     }
 
 

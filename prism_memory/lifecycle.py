@@ -30,6 +30,7 @@ from .types import (
     MemoryEntry,
     MemoryRecord,
     RebuildResult,
+    RecallSelection,
     ResourceErasure,
     RetentionResult,
     Scope,
@@ -72,7 +73,7 @@ async def write_entries(
         )
         records = [
             EntryRecord(item.id, item.text, vector, meta, item.sequence, item.importance, item.consent,
-                        item.expires_at, item.ttl)
+                        item.expires_at, item.ttl, item.occurred_at)
             for item, vector, meta in zip(items, vectors, metadata)
         ]
         written, invalidated = await config.vector_store.remember(scope, records, now=config.now(), model=config.model)
@@ -175,27 +176,30 @@ async def apply_retention(
 
 
 async def export_memory(
-    config: MemoryConfig, thread: Scope, after: tuple[int, str] | None, limit: int, max_bytes: int, max_ms: int
+    config: MemoryConfig, thread: Scope, after: tuple[int, str] | None, limit: int, max_bytes: int, max_ms: int,
+    selection: RecallSelection | None = None,
 ) -> ExportPage:
-    """Read up to ``limit`` exportable records after the decoded cursor ``after`` within ``max_ms``
-    milliseconds (else :class:`OperationTimeoutError`), then cut the redacted page (:func:`export_page`)."""
+    """Read up to ``limit`` exportable records ``selection`` keeps after the decoded cursor ``after`` within
+    ``max_ms`` milliseconds (else :class:`OperationTimeoutError`), then cut the redacted page (:func:`export_page`)."""
     try:
         async with asyncio.timeout(max_ms / 1000):
-            records = await config.vector_store.list_by_thread(thread, after, limit, exportable=True, now=config.now())
+            records = await config.vector_store.list_by_thread(thread, after, limit, exportable=True, now=config.now(),
+                                                               selection=selection)
     except TimeoutError as exc:
         raise OperationTimeoutError(f"export page took longer than {max_ms} ms") from exc
     return export_page(records, limit, max_bytes, config.redaction.record)
 
 
 async def export_resource(
-    config: MemoryConfig, after: tuple[str, int, str] | None, limit: int, max_bytes: int, max_ms: int
+    config: MemoryConfig, after: tuple[str, int, str] | None, limit: int, max_bytes: int, max_ms: int,
+    selection: RecallSelection | None = None,
 ) -> ExportPage:
     """:func:`export_memory` over every thread of the memory's tenant and resource: records in (thread, sequence,
     id) order, each naming its thread, and a resource cursor (:func:`encode_resource_cursor`)."""
     try:
         async with asyncio.timeout(max_ms / 1000):
             records = await config.vector_store.list_by_resource(config.scope, after, limit, exportable=True,
-                                                                 now=config.now())
+                                                                 now=config.now(), selection=selection)
     except TimeoutError as exc:
         raise OperationTimeoutError(f"export page took longer than {max_ms} ms") from exc
     return export_page(records, limit, max_bytes, config.redaction.record,

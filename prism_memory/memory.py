@@ -49,6 +49,8 @@ from .jsoncodec import json_document, text_bytes
 from .redaction import Redaction, Redactor
 from .resource import ResourceOperations
 from .retention import RetentionOperations
+from .scoring import LEXICAL_WEIGHT, check_lexical_weight
+from .selection import select
 from .stores import VectorStore, WorkingStore, default_stores
 from .types import (
     HARD_CAPS,
@@ -57,6 +59,7 @@ from .types import (
     RebuildResult,
     RecallResult,
     RecallScoringOptions,
+    RecallSelection,
     RememberResult,
     Scope,
     WorkingMemoryRecord,
@@ -185,8 +188,23 @@ class Memory(ConsentOperations, ResourceOperations, RetentionOperations):
         scoring: RecallScoringOptions | None = None,
         explain: bool = False,
         across_threads: bool = False,
+        filter: Mapping[str, Any] | None = None,
+        occurred_after: datetime | None = None,
+        occurred_before: datetime | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        lexical_weight: float | None = None,
     ) -> RecallResult:
         """Top-``top_k`` injectable entries of this thread for ``query``, plus adjacent entries.
+
+        ``filter`` (a metadata filter, docs/api.md "Metadata filters") and the half-open windows on the
+        entries' event time (``occurred_after``/``occurred_before``; an entry's ``occurred_at``, else its
+        ``created_at``) and write time (``created_after``/``created_before``), timezone-aware datetimes,
+        restrict hits and adjacent entries alike, inside the database before the ``top_k`` cut: the hits are
+        the unrestricted ranking's among the entries they keep, min(``top_k``, matches) of them.
+        :class:`InvalidFilterError` for a bad filter, :class:`InvalidQueryError` for a bad bound.
+        ``lexical_weight`` (default: the memory's) weighs the lexical leg of the score, finite, 0 to 10
+        (:class:`InvalidScoringError`).
 
         ``across_threads=True`` searches every thread of this memory's tenant
         and resource: this thread's entries and, from the other threads, the
@@ -227,6 +245,8 @@ class Memory(ConsentOperations, ResourceOperations, RetentionOperations):
         require_consent = self._config.require_consent if require_consent is None else require_consent
         check_bool(require_consent, "require_consent")
         scoring = check_scoring(scoring)
+        selection = select(filter, occurred_after, occurred_before, created_after, created_before)
+        lexical_weight = check_lexical_weight(self._config.lexical_weight if lexical_weight is None else lexical_weight)
         for name, flag in (("explain", explain), ("across_threads", across_threads)):
             check_bool(flag, name)
         query = self._recall_query(query)
@@ -237,7 +257,7 @@ class Memory(ConsentOperations, ResourceOperations, RetentionOperations):
         result = await self._config.vector_store.recall(
             scope, vector, query, top_k, message_range, require_consent, share_from_parent_thread_id,
             now=self._config.now(), scoring=scoring, explain=explain, across_threads=across_threads,
-            model=self._config.model,
+            model=self._config.model, selection=selection, lexical_weight=lexical_weight,
         )
         redaction = self._config.redaction
         if not redaction.active:
@@ -272,6 +292,7 @@ class Memory(ConsentOperations, ResourceOperations, RetentionOperations):
         scoring: RecallScoringOptions | None = None,
         token_counter: Callable[[str], int] | None = None,
         across_threads: bool = False,
+        selection: RecallSelection | None = None,
     ) -> MemoryContextProvider:
         """Inert context blocks for prompts: ``await provider.provide(query)``.
 
@@ -281,12 +302,14 @@ class Memory(ConsentOperations, ResourceOperations, RetentionOperations):
         :meth:`recall`). Together the blocks hold at
         most ``max_tokens`` tokens (default ``limits.injected_tokens``, at most
         8,000; :class:`LimitExceededError` otherwise), counted by
-        ``token_counter`` or :func:`prism_memory.context.count_tokens`.
+        ``token_counter`` or :func:`prism_memory.context.count_tokens`. ``selection`` (a
+        :class:`RecallSelection`: a metadata filter and time windows) restricts every recall of the provider,
+        unless ``provide(query, selection)`` gives another for a turn.
         """
         return MemoryContextProvider(
             self, working=working, recall=recall, top_k=top_k, max_tokens=max_tokens,
             require_consent=require_consent, scoring=check_scoring(scoring), token_counter=token_counter,
-            across_threads=across_threads,
+            across_threads=across_threads, selection=selection,
         )
 
     def create_working_memory_processor(self, extract: Extractor) -> WorkingMemoryProcessor:
@@ -433,6 +456,7 @@ def create_memory(
     on_invalidate: InvalidationHook | None = None,
     clock: Callable[[], datetime] | None = None,
     importance_from: Callable[[dict[str, Any]], float] | None = None,
+    lexical_weight: float = LEXICAL_WEIGHT,
 ) -> Memory:
     """Create a :class:`Memory` for one scope.
 
@@ -456,6 +480,8 @@ def create_memory(
     derives an entry's importance from its ``reflection`` (after redaction)
     once, at write time; the result is clamped to [0, 1], a non-finite one
     fails the write (:class:`InvalidEntryError`); it never runs at recall.
+    ``lexical_weight`` weighs the lexical leg of recall's score (``similarity + lexical_weight * lexical``;
+    0.75 by default, 0.25 up to revision 0017), a finite number from 0 to 10 (:class:`InvalidScoringError`).
     """
     scope = check_scope(Scope(tenant_id, resource_id, thread_id), thread_required=False)
     check_reserved_segment("resource_id", resource_id)
@@ -466,6 +492,7 @@ def create_memory(
         raise ConfigurationError("embedder.embed_query must be an async method `embed_query(text)`")
     check_model(embedding_model(embedder))
     check_bool(require_consent, "require_consent")
+    lexical_weight = check_lexical_weight(lexical_weight)
     if on_invalidate is not None and not callable(on_invalidate):
         raise ConfigurationError("on_invalidate must be callable")
     if importance_from is not None and not callable(importance_from):
@@ -487,5 +514,6 @@ def create_memory(
             on_invalidate=on_invalidate,
             clock=clock or utc_now,
             importance_from=importance_from,
+            lexical_weight=lexical_weight,
         )
     )

@@ -36,36 +36,37 @@ class Operation:
 
 _SCOPE = "text, text, text"
 _RAG_READ = "jsonb, boolean, text, text[], bigint"
+#: A read's selection (``recall_selection_v1``): the filter, then the event-time and write-time windows.
+_SELECTION = "jsonb, timestamptz, timestamptz, timestamptz, timestamptz"
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation("WorkingStore", "get_working", "get_working", "get_working_v1", _SCOPE),
     Operation("WorkingStore", "update_working", "update_working", "update_working_v1", f"{_SCOPE}, jsonb, bigint"),
-    Operation("VectorStore", "remember", "remember", "remember_v2",
+    Operation("VectorStore", "remember", "remember", "remember_v3",
               f"{_SCOPE}, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz[], "
-              "interval[], timestamptz"),
-    Operation("VectorStore", "remember_batch", "remember_batch", "remember_batch_v2",
+              "interval[], timestamptz, timestamptz[]"),
+    Operation("VectorStore", "remember_batch", "remember_batch", "remember_batch_v3",
               "text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], "
-              "timestamptz[], interval[], timestamptz"),
+              "timestamptz[], interval[], timestamptz, timestamptz[]"),
     Operation("VectorStore", "recall", "recall", "recall_v4",
               f"{_SCOPE}, vector, text, integer, integer, boolean, text, boolean, timestamptz, "
-              "double precision, double precision, double precision, boolean, text, jsonb, "
-              "timestamptz, timestamptz, timestamptz, timestamptz, double precision"),
+              f"double precision, double precision, double precision, boolean, text, {_SELECTION}, double precision"),
     Operation("VectorStore", "share_with", "share_with", "share_with_v1",
               f"{_SCOPE}, text, text, text[], timestamptz, timestamptz"),
     Operation("VectorStore", "invalidate", "invalidate", "invalidate_v1", f"{_SCOPE}, text[], text, timestamptz"),
     Operation("VectorStore", "purge", "purge", "purge_v1", f"{_SCOPE}, text[]"),
     Operation("VectorStore", "erase_walk", "erase_walk", "erase_walk_v1", f"{_SCOPE}, text[], text, timestamptz"),
     Operation("VectorStore", "purge_tombstoned", "purge_tombstoned", "purge_v2", f"{_SCOPE}, text[]"),
-    Operation("VectorStore", "set_consent", "set_consent", "set_consent_v1",
+    Operation("VectorStore", "set_consent", "set_consent", "set_consent_v2",
               f"{_SCOPE}, text, boolean, text, text, timestamptz, timestamptz, timestamptz"),
-    Operation("VectorStore", "correct", "correct", "correct_v2", f"{_SCOPE}, text, text, vector, timestamptz"),
+    Operation("VectorStore", "correct", "correct", "correct_v3", f"{_SCOPE}, text, text, vector, timestamptz"),
     Operation("VectorStore", "retention_candidates", "retention_candidates", "retention_candidates_v2",
               f"{_SCOPE}, double precision, integer, integer, timestamptz"),
-    Operation("VectorStore", "list_by_thread", "list_entries", "list_entries_v2",
-              f"{_SCOPE}, bigint, text, integer, boolean, timestamptz"),
+    Operation("VectorStore", "list_by_thread", "list_entries", "list_entries_v3",
+              f"{_SCOPE}, bigint, text, integer, boolean, timestamptz, {_SELECTION}"),
     Operation("VectorStore", "count_by_thread", "count_entries", "count_entries_v1", _SCOPE),
-    Operation("VectorStore", "list_by_resource", "list_resource_entries", "list_resource_entries_v1",
-              "text, text, text, bigint, text, integer, boolean, timestamptz"),
+    Operation("VectorStore", "list_by_resource", "list_resource_entries", "list_resource_entries_v2",
+              f"text, text, text, bigint, text, integer, boolean, timestamptz, {_SELECTION}"),
     Operation("VectorStore", "count_by_resource", "count_resource_entries", "count_resource_entries_v1", "text, text"),
     Operation("VectorStore", "invalidate_resource", "invalidate_resource", "invalidate_resource_v1",
               "text, text, text, bigint, text, integer, boolean, timestamptz"),
@@ -118,10 +119,21 @@ GUARDS: tuple[Guard, ...] = (
 
 #: API functions no store operation calls any more, kept (granted and delegated like the others) for the
 #: application servers of the release before during a rolling upgrade and for direct SQL callers:
-#: ``recall_v3`` is ``recall_v4`` without a selection, ranked with the lexical weight 0.25.
+#: ``recall_v3`` is ``recall_v4`` without a selection, ranked with the lexical weight 0.25; ``remember_v2`` and
+#: ``remember_batch_v2`` are the v3 functions without ``occurred_at``, which answer them; ``list_entries_v2`` and
+#: ``list_resource_entries_v1`` the selecting lists without a selection or ``occurred_at``; ``set_consent_v1`` and
+#: ``correct_v2`` their successors less the record's ``occurred_at``.
 RETAINED_FUNCTIONS: tuple[tuple[str, str], ...] = (
     ("recall_v3", f"{_SCOPE}, vector, text, integer, integer, boolean, text, boolean, timestamptz, "
                   "double precision, double precision, double precision, boolean, text"),
+    ("remember_v2", f"{_SCOPE}, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], "
+                    "timestamptz[], interval[], timestamptz"),
+    ("remember_batch_v2", "text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[], "
+                          "jsonb[], timestamptz[], interval[], timestamptz"),
+    ("list_entries_v2", f"{_SCOPE}, bigint, text, integer, boolean, timestamptz"),
+    ("list_resource_entries_v1", "text, text, text, bigint, text, integer, boolean, timestamptz"),
+    ("set_consent_v1", f"{_SCOPE}, text, boolean, text, text, timestamptz, timestamptz, timestamptz"),
+    ("correct_v2", f"{_SCOPE}, text, text, vector, timestamptz"),
 )
 
 #: The functions an application calls, with their argument types: ``install_info_v1`` (which the

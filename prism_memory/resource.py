@@ -5,11 +5,14 @@ are methods of :class:`~prism_memory.memory.Memory` (docs/consent-and-lifecycle.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
 
 from . import lifecycle
 from .export import EXPORT_LIMITS, check_export_caps, decode_resource_cursor
 from .lifecycle import DELETE_BATCH
 from .memory_base import MemoryBase
+from .selection import select
 from .types import ExportPage, ResourceErasure, Scope, check_int_option
 
 
@@ -31,6 +34,12 @@ class ResourceOperations(MemoryBase):
         limit: int = EXPORT_LIMITS["limit"][0],
         max_bytes: int = EXPORT_LIMITS["max_bytes"][0],
         max_ms: int = EXPORT_LIMITS["max_ms"][0],
+        *,
+        filter: Mapping[str, Any] | None = None,
+        occurred_after: datetime | None = None,
+        occurred_before: datetime | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
     ) -> ExportPage:
         """One page of everything exportable of this memory's resource, across all its threads.
 
@@ -43,12 +52,14 @@ class ResourceOperations(MemoryBase):
         the same gate, caps, redaction and byte cut as :meth:`export_memory`.
         Pass ``next_cursor`` back for the next page (``None`` after the
         last); a thread's cursor is refused (:class:`InvalidCursorError`).
+        ``filter`` and the windows select as in :meth:`export_memory`.
         """
         self._check_identity(identity, resource_wide=True)
         check_export_caps(limit, max_bytes, max_ms)
         after = decode_resource_cursor(cursor)
+        selection = select(filter, occurred_after, occurred_before, created_after, created_before)
         await self._writes.settle("export_resource")
-        return await lifecycle.export_resource(self._config, after, limit, max_bytes, max_ms)
+        return await lifecycle.export_resource(self._config, after, limit, max_bytes, max_ms, selection)
 
     async def forget_resource(
         self, identity: Scope | Mapping[str, str], cursor: str | None = None, batch_size: int = DELETE_BATCH

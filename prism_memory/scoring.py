@@ -1,8 +1,9 @@
 """Recall scores, defined once (docs/api.md, "Recall score" and "Composite scoring and explain").
 
-Default: ``score = similarity + LEXICAL_WEIGHT * lexical`` where ``similarity``
+Default: ``score = similarity + lexical_weight * lexical`` where ``similarity``
 is ``1 - cosine distance`` (pgvector ``<=>``) in [-1, 1] and ``lexical`` is the
-share of the query's distinct lexical terms present in the entry, in [0, 1].
+share of the query's distinct lexical terms present in the entry, in [0, 1];
+``lexical_weight`` is a memory's (``create_memory``) or a call's, :data:`LEXICAL_WEIGHT` by default.
 
 Composite (opt-in): the top ``top_k *
 CANDIDATE_FACTOR`` candidates by the default score are re-ranked by
@@ -17,14 +18,28 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
+from .checks import real_number
+from .errors import InvalidScoringError
 from .types import RecallScoringOptions
 
-#: Weight of the lexical leg in the default score (frozen since ``recall_v1``, revision 0001).
-LEXICAL_WEIGHT = 0.25
+#: The lexical leg's weight in the default score unless a memory or a call gives one (``recall_v4``'s default);
+#: 0.25 up to revision 0017 (docs/benchmarks.md, "The lexical weight").
+LEXICAL_WEIGHT = 0.75
+#: The lexical weight's range, as ``recall_v4`` checks it (PM015).
+MAX_LEXICAL_WEIGHT = 10.0
 #: Candidates fetched per hit before a composite re-rank.
 CANDIDATE_FACTOR = 4
 #: An entry without importance scores this (neutral).
 NEUTRAL_IMPORTANCE = 1.0
+
+
+def check_lexical_weight(weight: object) -> float:
+    """The lexical leg's weight as a ``float``: a real number (not a ``bool``), finite and within
+    [0, :data:`MAX_LEXICAL_WEIGHT`], else :class:`InvalidScoringError` (``recall_v4``: PM015)."""
+    number = real_number(weight, "lexical_weight", InvalidScoringError)
+    if number is None or not 0 <= number <= MAX_LEXICAL_WEIGHT:
+        raise InvalidScoringError(f"lexical_weight must be a finite number within [0, 10], got {weight!r}")
+    return number
 
 
 def scoring_weights(options: RecallScoringOptions) -> tuple[float, float, float]:

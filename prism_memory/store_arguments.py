@@ -51,7 +51,7 @@ def record_arguments(records: object) -> list[tuple[str, np.ndarray]]:
     ``str`` source and scope, ``bool`` visibility and aware datetimes; and
     :class:`InvalidEmbeddingError` for an embedding that cannot be sent
     (:func:`prism_memory.embedding.embedding_values`). The rules are
-    ``remember_v2``'s (mirrored by :func:`prism_memory.emulator.rules.check_records`).
+    ``remember_v3``'s (mirrored by :func:`prism_memory.emulator.rules.check_records`).
     """
     if isinstance(records, (str, bytes)) or not isinstance(records, Sequence):
         raise InvalidEntryError("records must be a list of EntryRecord")
@@ -82,6 +82,7 @@ def record_arguments(records: object) -> list[tuple[str, np.ndarray]]:
             check_aware(consent.granted_at, f"{where}: consent granted_at")
             check_aware(consent.revoked_at, f"{where}: consent revoked_at")
         check_expiry(record.expires_at, record.ttl, where)
+        check_aware(record.occurred_at, f"{where}: occurred_at")
         arguments.append((metadata, embedding_values(record.embedding, f"{where}: embedding")))
     return arguments
 
@@ -178,7 +179,7 @@ def check_batch_writes(writes: Sequence[tuple[Scope, Sequence[EntryRecord]]]) ->
     """The shape of a ``remember_batch``: every scope a thread (:func:`check_scope`) of one tenant, and no thread twice.
 
     Raises :class:`InvalidScopeError` before anything is written. Both stores
-    check it in Python: ``remember_batch_v2`` takes one tenant and the rows of
+    check it in Python: ``remember_batch_v3`` takes one tenant and the rows of
     every thread as flat arrays, so it never sees a scope without rows nor
     tells two writes of one thread apart (one tenant per call is the Citus
     rule of docs/scaling.md).

@@ -12,6 +12,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from .scoring import LEXICAL_WEIGHT
 from .types import (
     ConsentChange,
     EmbeddingModel,
@@ -22,6 +23,7 @@ from .types import (
     RagMatch,
     RecallResult,
     RecallScoringOptions,
+    RecallSelection,
     RetentionPolicy,
     Scope,
     StoredChunk,
@@ -48,7 +50,7 @@ class VectorStore(Protocol):
         self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None,
         model: EmbeddingModel | None = None,
     ) -> tuple[int, list[str]]:
-        """[remember_v2] Upsert ``records`` into ``scope``'s thread, all or nothing.
+        """[remember_v3] Upsert ``records`` into ``scope``'s thread, all or nothing.
 
         Returns how many were written and the ids invalidated by the write
         (written entries that are invalid, and their lineage dependents).
@@ -59,7 +61,7 @@ class VectorStore(Protocol):
         self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None,
         model: EmbeddingModel | None = None,
     ) -> list[tuple[int, list[str]]]:
-        """[remember_batch_v2] Bulk ingest: ``remember`` for many threads of one tenant, all or nothing.
+        """[remember_batch_v3] Bulk ingest: ``remember`` for many threads of one tenant, all or nothing.
 
         ``writes`` pairs each thread's scope with its records; every scope
         names the same tenant and a thread, and no thread appears twice
@@ -82,10 +84,13 @@ class VectorStore(Protocol):
         explain: bool = False,
         across_threads: bool = False,
         model: EmbeddingModel | None = None,
+        selection: RecallSelection | None = None,
+        lexical_weight: float = LEXICAL_WEIGHT,
     ) -> RecallResult:
         """[recall_v4] Top-``top_k`` injectable hits of the thread (and of live grants; with ``across_threads``
-        also of the resource's other threads, the entries whose consent scope lets them leave their thread) by
-        the default score, or re-ranked by ``scoring``, plus adjacent entries from each hit's thread; with
+        also of the resource's other threads, the entries whose consent scope lets them leave their thread) among
+        those ``selection`` keeps, by the default score (``similarity + lexical_weight * lexical``), or re-ranked
+        by ``scoring``, plus adjacent entries from each hit's thread (kept by ``selection`` too); with
         ``explain``, the hits' components and gate counts."""
         ...
 
@@ -146,10 +151,10 @@ class VectorStore(Protocol):
 
     async def list_by_thread(
         self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False,
-        now: datetime | None = None,
+        now: datetime | None = None, selection: RecallSelection | None = None,
     ) -> list[MemoryRecord]:
-        """[list_entries_v2] At most ``limit`` (1..200) entries after the (sequence, id) cursor; ``exportable``:
-        only what an export may hold at ``now`` (nothing expired)."""
+        """[list_entries_v3] At most ``limit`` (1..200) entries ``selection`` keeps after the (sequence, id) cursor;
+        ``exportable``: only what an export may hold at ``now`` (nothing expired)."""
         ...
 
     async def count_by_thread(self, scope: Scope) -> int:
@@ -158,10 +163,11 @@ class VectorStore(Protocol):
 
     async def list_by_resource(
         self, scope: Scope, after: tuple[str, int, str] | None, limit: int, exportable: bool = False,
-        now: datetime | None = None,
+        now: datetime | None = None, selection: RecallSelection | None = None,
     ) -> list[MemoryRecord]:
-        """[list_resource_entries_v1] At most ``limit`` (1..200) entries of every thread of ``scope``'s tenant and
-        resource (its thread is ignored) after the (thread_id, sequence, id) cursor, each naming its thread."""
+        """[list_resource_entries_v2] At most ``limit`` (1..200) entries ``selection`` keeps of every thread of
+        ``scope``'s tenant and resource (its thread is ignored) after the (thread_id, sequence, id) cursor, each
+        naming its thread."""
         ...
 
     async def count_by_resource(self, scope: Scope) -> int:

@@ -102,6 +102,9 @@ class MemoryEntry:
     the entry stops being recalled, exported or injected, until the
     retention sweep deletes it; give one or neither (a stored entry then keeps
     its own). docs/consent-and-lifecycle.md, "Expiry".
+    ``occurred_at`` (timezone-aware): when the thing the entry tells of happened or was said, its event time,
+    which recall's and export's ``occurred_after``/``occurred_before`` windows read; ``None`` keeps a stored
+    entry's, and a new entry without one counts its ``created_at``.
     """
 
     id: str
@@ -114,6 +117,7 @@ class MemoryEntry:
     reflection: dict[str, Any] | None = None
     expires_at: datetime | None = None
     ttl: timedelta | None = None
+    occurred_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +139,8 @@ class EntryRecord:
 
     ``metadata`` already holds ``_lineage`` when the entry has a lineage;
     ``consent`` ``None`` keeps a stored entry's consent (legacy for a new one),
-    and ``expires_at`` and ``ttl`` both ``None`` its expiry (none for a new one).
+    and ``expires_at`` and ``ttl`` both ``None`` its expiry (none for a new one), ``occurred_at`` ``None`` its
+    event time (its ``created_at`` for a new one).
     """
 
     id: str
@@ -147,6 +152,7 @@ class EntryRecord:
     consent: MemoryConsent | None = None
     expires_at: datetime | None = None
     ttl: timedelta | None = None
+    occurred_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,7 +161,9 @@ class MemoryRecord:
 
     ``consent`` is ``None`` for a legacy entry; ``legal_hold`` is set by ``forget(hold=True)``;
     ``thread_id`` names the entry's thread in a resource-wide read (``export_resource``,
-    ``VectorStore.list_by_resource``) and is ``None`` where the thread is the caller's own.
+    ``VectorStore.list_by_resource``) and is ``None`` where the thread is the caller's own;
+    ``occurred_at`` is its event time: the one it was written with, else its ``created_at`` (every store read
+    fills it).
     """
 
     id: str
@@ -168,6 +176,7 @@ class MemoryRecord:
     created_at: datetime
     updated_at: datetime
     thread_id: str | None = None
+    occurred_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +263,7 @@ class RecallScoringOptions:
     finite, required with a recency weight. Similarity keeps what remains of
     1; weights summing over 1 are scaled down to sum 1 (similarity 0). The
     top ``top_k * 4`` candidates by the default score are re-ranked by
-    ``w_similarity * (similarity + 0.25 * lexical) + w_recency * 0.5 **
+    ``w_similarity * (similarity + lexical_weight * lexical) + w_recency * 0.5 **
     (age_ms / half_life_ms) + w_importance * importance`` (importance 1.0 when
     unset; age from ``created_at``) inside the recall SQL function. Bad values
     raise :class:`InvalidScoringError`.
@@ -266,8 +275,23 @@ class RecallScoringOptions:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RecallSelection:
+    """What a read keeps besides its gates, applied before the ``top_k`` cut (docs/api.md, "Filters and time
+    windows"): entries whose metadata satisfies ``filter`` (a metadata filter, checked by
+    :func:`prism_memory.filters.check_filter`; ``None``: every entry), whose event time (``occurred_at``, else
+    ``created_at``) is in ``[occurred_after, occurred_before)`` and whose ``created_at`` is in
+    ``[created_after, created_before)``; each bound a timezone-aware ``datetime`` or ``None`` (open)."""
+
+    filter: dict[str, Any] | None = None
+    occurred_after: datetime | None = None
+    occurred_before: datetime | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RecallHit:
-    """A recall hit. Without scoring ``score = similarity + 0.25 * lexical`` (docs/api.md, "Recall score").
+    """A recall hit. Without scoring ``score = similarity + lexical_weight * lexical`` (docs/api.md, "Recall score").
 
     With :class:`RecallScoringOptions`, ``score`` is the blended score,
     ``recency`` (``0.5 ** (age_ms / half_life_ms)``, ``None`` without a
@@ -308,7 +332,7 @@ class HitExplanation:
     """Why a hit ranks where it does: its score components and the normalised weights applied.
 
     ``weights`` is ``{"similarity": ..., "recency": ..., "importance": ...}``
-    with scoring, ``None`` without (then ``score = similarity + 0.25 * lexical``).
+    with scoring, ``None`` without (then ``score = similarity + lexical_weight * lexical``).
     """
 
     id: str
@@ -518,6 +542,7 @@ __all__ = [
     "RecallHit",
     "RecallResult",
     "RecallScoringOptions",
+    "RecallSelection",
     "RememberResult",
     "ForgetResult",
     "ResourceErasure",

@@ -33,8 +33,13 @@ def failure(text: str) -> ToolFailure:
 
 
 def without_times(value: Any) -> Any:
+    """``value`` without the keys of :data:`TIMES`; an event time equal to the write time (its default) named so."""
     if isinstance(value, dict):
-        return {key: without_times(item) for key, item in value.items() if key not in TIMES}
+        kept = {key: without_times(item) for key, item in value.items() if key not in TIMES}
+        for occurred, created in (("occurredAt", "createdAt"), ("occurred_at", "created_at")):
+            if occurred in value and value[occurred] == value.get(created):
+                kept[occurred] = "the write time"
+        return kept
     if isinstance(value, list):
         return [without_times(item) for item in value]
     return value

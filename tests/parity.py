@@ -38,16 +38,23 @@ class Raised:
     error: type[BaseException]
 
 
+def normalise_times(fields: dict[str, Any], created: str, occurred: str, dropped: tuple[str, ...]) -> dict[str, Any]:
+    """``fields`` normalised, ``dropped`` left out, and the event time ``occurred`` named ``"the write time"`` when it
+    equals ``created`` (both backends default it to their own clock's write time)."""
+    normalised = {key: normalise(item) for key, item in fields.items() if key not in dropped}
+    if occurred in fields and fields[occurred] == fields.get(created):
+        normalised[occurred] = "the write time"
+    return normalised
+
+
 def normalise(value: Any) -> Any:
-    """Dataclasses to dicts (timestamps dropped: each backend has its own clock), recursively."""
+    """Dataclasses to dicts (timestamps dropped: each backend has its own clock; an event time that is the write
+    time, its default, named so), recursively."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            field.name: normalise(getattr(value, field.name))
-            for field in dataclasses.fields(value)
-            if field.name not in ("created_at", "updated_at")
-        }
+        fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+        return normalise_times(fields, "created_at", "occurred_at", ("created_at", "updated_at"))
     if isinstance(value, dict):
-        return {key: normalise(item) for key, item in value.items()}
+        return normalise_times(value, "createdAt", "occurredAt", ())
     if isinstance(value, (list, tuple)):
         return [normalise(item) for item in value]
     return value

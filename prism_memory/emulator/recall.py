@@ -25,10 +25,11 @@ step                                  recall_v4
 ``_Reach``                            the gates: the scope gate (the thread; with ``p_across_threads`` the
                                       resource's other threads, travelling entries of the query's width
                                       outside ``v_foreign``; the granted ids); ``_admitted`` adds consent and
-                                      hold (``is_injectable_v1``), tombstones and expiry (``is_live_v2``)
+                                      hold (``is_injectable_v1``), tombstones, expiry (``is_live_v2``) and
+                                      the selection (``selects_v1``)
 ``_recall_candidates``                the three legs (the thread: ``recall_bounds_v2``, ``recall_rescore_v1``
                                       less its tombstones; the other threads: ``recall_top_v2``; the grants),
-                                      scored ``similarity + 0.25 * lexical``, and the ``candidates`` CTE's
+                                      scored ``similarity + p_lexical_weight * lexical``, and the ``candidates`` CTE's
                                       best ``v_keep`` (top_k, or top_k x 4 with scoring)
 ``_rerank``                           the ``blended`` and ``hits`` CTEs: the composite re-rank, cut to top_k
 ``_adjacent``                         the ``adjacent`` CTE
@@ -56,7 +57,8 @@ from ..embedding import embedding_values
 from ..errors import EmbeddingModelMismatchError, InvalidQueryError, PayloadTooLargeError
 from ..explain import explain_hits
 from ..lexical import query_terms
-from ..scoring import CANDIDATE_FACTOR, LEXICAL_WEIGHT, importance_used, recency, scoring_weights
+from ..scoring import CANDIDATE_FACTOR, LEXICAL_WEIGHT, check_lexical_weight, importance_used, recency, scoring_weights
+from ..selection import check_selection, selects
 from ..types import (
     HARD_CAPS,
     TRAVELLING_SCOPES,
@@ -65,6 +67,7 @@ from ..types import (
     RecallHit,
     RecallResult,
     RecallScoringOptions,
+    RecallSelection,
     Scope,
     check_int_option,
 )
@@ -85,6 +88,7 @@ class _Reach:
     across_threads: bool
     require_consent: bool
     now: datetime
+    selection: RecallSelection | None  # checked; None: nothing selected
 
     def threads(self) -> list[ThreadKey]:
         """The thread, the resource's other threads, then the grants' parent threads, each once."""
@@ -102,7 +106,7 @@ class _Reach:
 
 
 class _Candidate(NamedTuple):
-    """An admitted entry with its exact scores (``recall_candidate_v1``); ``base = similarity + 0.25 * lexical``."""
+    """An admitted entry with its exact scores (``recall_candidate_v1``); ``base = similarity + lexical_weight * lexical``."""
 
     where: ThreadKey
     row: EntryRow
@@ -143,24 +147,26 @@ class RecallOperations(EmulatorState):
         explain: bool = False,
         across_threads: bool = False,
         model: EmbeddingModel | None = None,
+        selection: RecallSelection | None = None,
+        lexical_weight: float = LEXICAL_WEIGHT,
     ) -> RecallResult:
         """Mirror of ``recall_v4``: own thread, the travelling entries of the resource's other threads
         (``across_threads``; with a ``model``, not those of threads that recorded another model of its width)
-        and live grants, the consent and expiry gates, an exact scored scan, the optional composite re-rank of
+        and live grants, the consent and expiry gates and ``selection``, an exact scored scan, the optional composite re-rank of
         the top ``top_k * 4``, adjacency within each hit's thread, and gate counts. With a ``model``, the
         thread and the parent thread of a live grant must not hold another model's entries
         (:class:`EmbeddingModelMismatchError`). The steps and their errors: see this module."""
-        key, query, scoring, now = self._recall_arguments(
+        key, query, scoring, now, selection, lexical_weight = self._recall_arguments(
             scope, query_embedding, query_text, top_k, message_range, share_from_parent_thread_id, scoring, explain,
-            across_threads, now, model,
+            across_threads, now, model, selection, lexical_weight,
         )
         granted = {} if share_from_parent_thread_id is None else self._live_grants(key, share_from_parent_thread_id, now)
         if model is not None:
             self._check_model(key, model, granted)
         reach = _Reach(key, self._other_threads(key) if across_threads else (), granted, self._foreign_threads(model),
-                       query.shape[0], across_threads, require_consent, now)
+                       query.shape[0], across_threads, require_consent, now, selection)
         keep = top_k if scoring is None else top_k * CANDIDATE_FACTOR
-        top = _rerank(self._recall_candidates(reach, query, query_text, keep), scoring, top_k, now)
+        top = _rerank(self._recall_candidates(reach, query, query_text, keep, lexical_weight), scoring, top_k, now)
         hits = [_hit(ranked) for ranked in top]
         adjacent = self._adjacent(reach, top, message_range)
         explanation = explain_hits(hits, _weights(scoring), self._gate_counts(reach)) if explain else None
@@ -169,10 +175,11 @@ class RecallOperations(EmulatorState):
     def _recall_arguments(
         self, scope: Scope, query_embedding: Sequence[float], query_text: str, top_k: int, message_range: int,
         share_from_parent_thread_id: str | None, scoring: RecallScoringOptions | None, explain: bool,
-        across_threads: bool, now: datetime | None, model: EmbeddingModel | None,
-    ) -> tuple[ThreadKey, np.ndarray, RecallScoringOptions | None, datetime]:
+        across_threads: bool, now: datetime | None, model: EmbeddingModel | None, selection: object,
+        lexical_weight: object,
+    ) -> tuple[ThreadKey, np.ndarray, RecallScoringOptions | None, datetime, RecallSelection | None, float]:
         """Python's type checks, then recall_v4's checks in its order; returns the thread's key, the query as
-        float32, the checked scoring options and the clock. :class:`LimitExceededError` for top_k outside
+        float32, the checked scoring options, the clock, the checked selection and lexical weight. :class:`LimitExceededError` for top_k outside
         1..32 or message_range outside 0..4, :class:`PayloadTooLargeError` for a query over 64 KiB,
         :class:`InvalidQueryError` for a blank one, the embedding's and scope's errors otherwise."""
         scope_texts(scope)
@@ -181,6 +188,7 @@ class RecallOperations(EmulatorState):
         if share_from_parent_thread_id is not None:  # before the scoring options, as the Postgres store checks it
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         scoring = check_scoring(scoring)  # scoring_weights_v1 runs first, in recall_v4's declare
+        selection = check_selection(selection)  # recall_selection_v1, last in its declare
         check_bool(explain, "explain")
         check_bool(across_threads, "across_threads")
         now = check_now(now)
@@ -192,9 +200,10 @@ class RecallOperations(EmulatorState):
             raise PayloadTooLargeError("the query text is over the 64 KiB hard cap")
         if not query_text.strip():  # recall_v4: PM008
             raise InvalidQueryError("the query text must not be blank")
+        lexical_weight = check_lexical_weight(lexical_weight)
         query = float32(values, "the query embedding")
         self._check_dimensions(self._threads.get(key, {}), query.shape[0])
-        return key, query, scoring, now
+        return key, query, scoring, now, selection, lexical_weight
 
     def _check_model(self, key: ThreadKey, model: EmbeddingModel, granted: dict[ThreadKey, frozenset[str]]) -> None:
         """Mirror of ``recall_v4``'s model check (``p_model_id``): another model of the same width recorded by the
@@ -234,13 +243,14 @@ class RecallOperations(EmulatorState):
         return tuple(where for where in self._threads if where[:2] == key[:2] and where != key)
 
     def _admitted(self, reach: _Reach, where: ThreadKey, row: EntryRow) -> bool:
-        """Every gate: in scope, injectable and not tombstoned (``_visible``), live (``_live``)."""
-        return reach.in_scope(where, row) and self._visible(where, row, reach.require_consent) and self._live(
-            where, row, reach.now
-        )
+        """Every gate: in scope, injectable and not tombstoned (``_visible``), live (``_live``), selected."""
+        return (reach.in_scope(where, row) and self._visible(where, row, reach.require_consent)
+                and self._live(where, row, reach.now)
+                and selects(reach.selection, row.metadata, row.occurred_at, row.created_at))
 
-    def _recall_candidates(self, reach: _Reach, query: np.ndarray, query_text: str, keep: int) -> list[_Candidate]:
-        """Every admitted entry of the threads ``reach`` reads, scored exactly (similarity + 0.25 * lexical, lexical
+    def _recall_candidates(self, reach: _Reach, query: np.ndarray, query_text: str, keep: int,
+                           lexical_weight: float) -> list[_Candidate]:
+        """Every admitted entry of the threads ``reach`` reads, scored exactly (similarity + lexical_weight * lexical, lexical
         the share of the query's terms the entry holds), in recall_v4's order: the best ``keep``."""
         terms = set(query_terms(query_text))
         query_norm_squared = norm_squared(query)
@@ -252,7 +262,7 @@ class RecallOperations(EmulatorState):
                     continue
                 similarity = cosine_similarity(row.embedding, row.norm_squared, query_double, query_norm_squared)
                 lexical = len(terms & row.terms) / len(terms) if terms else 0.0
-                scored.append(_Candidate(where, row, similarity, lexical, similarity + LEXICAL_WEIGHT * lexical))
+                scored.append(_Candidate(where, row, similarity, lexical, similarity + lexical_weight * lexical))
         scored.sort(key=lambda candidate: _rank_key(candidate.base, candidate.where, candidate.row))
         return scored[:keep]
 
@@ -291,7 +301,8 @@ class RecallOperations(EmulatorState):
         return removed
 
     def _first_gate(self, reach: _Reach, where: ThreadKey, row: EntryRow) -> str | None:
-        """The first gate the entry fails, in the order scope, hold, consent, invalidation, expiry (``None``: none)."""
+        """The first gate the entry fails, in the order scope, hold, consent, invalidation, expiry, selection
+        (``None``: none)."""
         if not reach.in_scope(where, row):
             return "scope"
         if row.legal_hold:
@@ -302,6 +313,8 @@ class RecallOperations(EmulatorState):
             return "invalidation"
         if not self._live(where, row, reach.now):
             return "expiry"
+        if not selects(reach.selection, row.metadata, row.occurred_at, row.created_at):
+            return "selection"
         return None
 
 

@@ -11,8 +11,9 @@ from datetime import datetime
 
 from ..checks import check_bool, check_int, check_now, check_scope, scope_texts
 from ..errors import LimitExceededError
+from ..selection import check_selection, selects
 from ..store_arguments import resource_cursor_arguments, resource_entry_arguments
-from ..types import MemoryRecord, Scope, check_int_option
+from ..types import MemoryRecord, RecallSelection, Scope, check_int_option
 from .state import EmulatorState, EntryRow, ThreadKey, by_sequence
 
 
@@ -49,13 +50,16 @@ class ResourceOperations(EmulatorState):
 
     async def list_by_resource(
         self, scope: Scope, after: tuple[str, int, str] | None, limit: int, exportable: bool = False,
-        now: datetime | None = None,
+        now: datetime | None = None, selection: RecallSelection | None = None,
     ) -> list[MemoryRecord]:
-        """Mirror of ``list_resource_entries_v1``: the resource's entries after the (thread, sequence, id) cursor, at
-        most ``limit`` (1..200), each naming its thread; ``exportable``: only visible and live ones."""
+        """Mirror of ``list_resource_entries_v2``: the resource's entries ``selection`` keeps after the (thread,
+        sequence, id) cursor, at most ``limit`` (1..200), each naming its thread; ``exportable``: only visible and
+        live ones."""
+        selection = check_selection(selection)  # recall_selection_v1, in the function's declare
         rows, now = self._resource_batch(scope, after, limit, 200, ("exportable", exportable), now)
         chosen = [row.record(thread_id=key[2])[0] for key, row in rows
-                  if not exportable or (self._visible(key, row, True) and self._live(key, row, now))]
+                  if (not exportable or (self._visible(key, row, True) and self._live(key, row, now)))
+                  and selects(selection, row.metadata, row.occurred_at, row.created_at)]
         return chosen[:limit]
 
     async def count_by_resource(self, scope: Scope) -> int:

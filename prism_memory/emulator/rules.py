@@ -56,7 +56,7 @@ MAX_RAG_FILTER_BYTES = 64 * 1024
 
 
 def check_records(records: Sequence[EntryRecord]) -> list[dict[str, Any]]:
-    """``remember_v2``'s entry checks (PM002, PM006 over 64 MiB); returns each record's metadata as stored."""
+    """``remember_v3``'s entry checks (PM002, PM006 over 64 MiB); returns each record's metadata as stored."""
     metadata = [
         check_entry(
             MemoryEntry(record.id, record.text, record.metadata, record.sequence, record.importance, record.consent),

@@ -59,6 +59,8 @@ class EntryRow:
     #: (``lineage_expiry_v1``; ``None``: no stored source, none that expires)
     sources_created_at: datetime | None = None
     sources_expire_at: datetime | None = None
+    #: when the thing it tells of happened (``None``: its ``created_at``)
+    occurred_at: datetime | None = None
 
     def lineage_times(self) -> tuple[datetime, datetime]:
         """The oldest created_at and the earliest expiry of the entry and its sources (:data:`NEVER`: none
@@ -88,7 +90,7 @@ class EntryRow:
         record = MemoryRecord(
             id=self.id, text=self.text, metadata=copy.deepcopy(self.metadata), sequence=self.sequence,
             importance=self.importance, consent=consent, legal_hold=self.legal_hold, created_at=self.created_at,
-            updated_at=self.updated_at, thread_id=thread_id,
+            updated_at=self.updated_at, thread_id=thread_id, occurred_at=self.created_at if self.occurred_at is None else self.occurred_at,
         )
         return record, list(invalidated)
 

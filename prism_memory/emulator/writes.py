@@ -1,4 +1,4 @@
-"""The emulator's writes: ``remember_v2``, ``remember_batch_v2``, ``reembed_v1`` and the embedding-model
+"""The emulator's writes: ``remember_v3``, ``remember_batch_v3``, ``reembed_v1`` and the embedding-model
 guard they run first (``use_embedding_model_v1``).
 
 A write upserts rows, re-derives their tombstones from their lineage sources
@@ -36,14 +36,14 @@ class WriteOperations(EmulatorState):
         self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None,
         model: EmbeddingModel | None = None,
     ) -> tuple[int, list[str]]:
-        """Mirror of ``use_embedding_model_v1`` (with a ``model``), then of ``remember_v2``: validate, upsert all
+        """Mirror of ``use_embedding_model_v1`` (with a ``model``), then of ``remember_v3``: validate, upsert all
         records, re-derive their tombstones, walk from the invalid ones. Returns (records written, ids invalidated)."""
         scope_texts(scope)
         arguments = record_arguments(records)
         now = check_now(now)
         check_model(model, [len(values) for _, values in arguments])
         if not records:
-            self._key(scope)  # remember_v2 checks the scope before it returns for no entries
+            self._key(scope)  # remember_v3 checks the scope before it returns for no entries
             return 0, []
         models = self._use_model([scope], model)
         checked = self._check_write(scope, records, arguments, now)
@@ -57,7 +57,7 @@ class WriteOperations(EmulatorState):
         model: EmbeddingModel | None = None,
     ) -> list[tuple[int, list[str]]]:
         """Mirror of ``use_embedding_model_v1`` for every thread with rows (with a ``model``), then of
-        ``remember_batch_v2``: each thread checked then written, in (resource, thread) code-point order, so the
+        ``remember_batch_v3``: each thread checked then written, in (resource, thread) code-point order, so the
         first failure is the one SQL meets; on a failure every thread of the batch is restored. Returns one
         (records written, ids invalidated) per write, in the order of ``writes``."""
         check_batch_writes(writes)
@@ -132,7 +132,7 @@ class WriteOperations(EmulatorState):
     def _check_write(
         self, scope: Scope, records: Sequence[EntryRecord], arguments: list[tuple[str, np.ndarray]], now: datetime
     ) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
-        """remember_v2's checks, after :func:`record_arguments`, before anything is written: each record's
+        """remember_v3's checks, after :func:`record_arguments`, before anything is written: each record's
         stored metadata and float32 embedding."""
         self._key(scope)
         metadata = check_records(records)
@@ -150,7 +150,7 @@ class WriteOperations(EmulatorState):
         self, scope: Scope, records: Sequence[EntryRecord], metadata: list[dict[str, Any]], vectors: list[np.ndarray],
         now: datetime,
     ) -> tuple[int, list[str]]:
-        """remember_v2's upsert of checked records: rows replaced, their grants and tombstones cleared, then
+        """remember_v3's upsert of checked records: rows replaced, their grants and tombstones cleared, then
         tombstones re-derived from lineage and the invalid ones' dependents invalidated (64 ids a call)."""
         key = self._key(scope)
         rows = self._threads.setdefault(key, {})
@@ -225,7 +225,7 @@ def _upserted(
     record: EntryRecord, existing: EntryRow | None, vector: np.ndarray, metadata: dict[str, Any], next_sequence: int,
     now: datetime,
 ) -> EntryRow:
-    """The row remember_v2's upsert leaves: the record's columns; what it leaves unset (sequence, consent, expiry)
+    """The row remember_v3's upsert leaves: the record's columns; what it leaves unset (sequence, consent, expiry)
     kept from the ``existing`` row, else the defaults (``next_sequence``, legacy consent, no expiry)."""
     consent = record.consent
     if record.sequence is not None:
@@ -254,4 +254,6 @@ def _upserted(
         expires_at=(as_utc(record.expires_at) if record.expires_at is not None
                     else now + record.ttl if record.ttl is not None
                     else existing.expires_at if existing else None),
+        occurred_at=(as_utc(record.occurred_at) if record.occurred_at is not None
+                     else existing.occurred_at if existing else None),
     )

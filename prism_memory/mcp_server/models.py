@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from ..types import MemoryRecord, RecallResult, WorkingMemoryRecord
 
@@ -30,6 +30,8 @@ class NewEntry(_Strict):
         list[str] | None,
         Field(max_length=32, description="Ids of entries (same thread) it derives from; it is retracted when they are."),
     ] = None
+    occurred_at: Annotated[AwareDatetime | None, Field(
+        description="When it happened or was said (ISO 8601 with an offset); default: now.")] = None
 
 
 class ConsentChoice(_Strict):
@@ -47,6 +49,19 @@ EntryThread = Annotated[str | None, Field(
 EntryId = Annotated[str, Field(description="An entry id, as remember or recall returned it.")]
 EntryIds = Annotated[list[str], Field(min_length=1, max_length=64, description="1 to 64 entry ids.")]
 Cursor = Annotated[str | None, Field(description="next_cursor of the previous page; omit for the first page.")]
+MetadataFilter = Annotated[dict[str, Any] | None, Field(
+    description='Only entries whose metadata matches, e.g. {"tag": "billing"} or {"priority": {"$gte": 2}} '
+                "(operators $eq $ne $gt $gte $lt $lte $in $nin $exists $contains, $and $or $not).")]
+
+
+def _window_bound(description: str) -> Any:
+    return Annotated[AwareDatetime | None, Field(description=description + " (ISO 8601 with an offset).")]
+
+
+OccurredAfter = _window_bound("Only entries that happened at or after this time")
+OccurredBefore = _window_bound("Only entries that happened before this time")
+CreatedAfter = _window_bound("Only entries stored at or after this time")
+CreatedBefore = _window_bound("Only entries stored before this time")
 
 
 class ConsentState(BaseModel):
@@ -70,6 +85,7 @@ class Entry(BaseModel):
     legal_hold: bool
     created_at: datetime
     updated_at: datetime
+    occurred_at: datetime | None
 
     @classmethod
     def of(cls, record: MemoryRecord, thread: str) -> Entry:
@@ -77,12 +93,12 @@ class Entry(BaseModel):
         return cls(
             id=record.id, text=record.text, thread=thread, sequence=record.sequence, importance=record.importance,
             metadata=record.metadata, consent=consent, legal_hold=record.legal_hold,
-            created_at=record.created_at, updated_at=record.updated_at,
+            created_at=record.created_at, updated_at=record.updated_at, occurred_at=record.occurred_at,
         )
 
 
 class Hit(BaseModel):
-    """A recalled entry: ``score = similarity + 0.25 * lexical``."""
+    """A recalled entry: ``score = similarity + lexical_weight * lexical`` (0.75 unless the server sets another)."""
 
     id: str
     text: str

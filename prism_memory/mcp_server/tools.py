@@ -26,6 +26,8 @@ from .models import (
     READ_ONLY,
     REPLACING,
     ConsentChoice,
+    CreatedAfter,
+    CreatedBefore,
     Cursor,
     Entry,
     EntryId,
@@ -35,7 +37,10 @@ from .models import (
     Forgotten,
     Held,
     MemoryPage,
+    MetadataFilter,
     NewEntry,
+    OccurredAfter,
+    OccurredBefore,
     Rebuilt,
     Recalled,
     Remembered,
@@ -115,7 +120,7 @@ def remembering_tools(context: ToolContext) -> list[Tool]:
         entries: Annotated[list[str | NewEntry], Field(
             min_length=1, max_length=MAX_NEW_ENTRIES,
             description="The facts to store: each a plain text, or an object with text and optional metadata, "
-                        "importance and derived_from.")],
+                        "importance, derived_from and occurred_at.")],
         thread: Thread = None,
         importance: Annotated[float | None, Field(ge=0, le=1, description="0..1 for every entry (default: neutral).")] = None,
         consent: Annotated[ConsentChoice | None, Field(description="Visibility and scope of the new entries.")] = None,
@@ -142,6 +147,7 @@ def remembering_tools(context: ToolContext) -> list[Tool]:
                     importance=importance if entry.importance is None else entry.importance,
                     consent=stored_consent,
                     lineage=MemoryLineage(tuple(entry.derived_from)) if entry.derived_from else None,
+                    occurred_at=entry.occurred_at,
                 )
                 for entry_id, entry in zip(ids, given)
             ]
@@ -156,11 +162,19 @@ def remembering_tools(context: ToolContext) -> list[Tool]:
         across_threads: Annotated[bool, Field(
             description="Search all of the user's threads: other threads contribute only entries whose consent "
                         "scope is 'profile' or 'user'. Each hit names its thread.")] = False,
+        filter: MetadataFilter = None,
+        occurred_after: OccurredAfter = None,
+        occurred_before: OccurredBefore = None,
+        created_after: CreatedAfter = None,
+        created_before: CreatedBefore = None,
     ) -> Recalled:
-        """Find the stored entries most relevant to a query (revoked and forgotten ones never come back)."""
+        """Find the stored entries most relevant to a query (revoked and forgotten ones never come back), among
+        those the filter and the time windows keep."""
         with tool_errors(context.redaction):
             memory = context.thread(thread)
-            result = await memory.recall(query, top_k=top_k, message_range=message_range, across_threads=across_threads)
+            result = await memory.recall(query, top_k=top_k, message_range=message_range, across_threads=across_threads,
+                                         filter=filter, occurred_after=occurred_after, occurred_before=occurred_before,
+                                         created_after=created_after, created_before=created_before)
             return Recalled.of(result, memory.config.scope.thread_id)
 
     return [strict_tool(remember, ADDITIVE), strict_tool(recall, READ_ONLY)]
@@ -212,11 +226,20 @@ def entry_tools(context: ToolContext) -> list[Tool]:
         thread: Thread = None,
         cursor: Cursor = None,
         limit: Annotated[int, Field(ge=1, le=LIST_LIMIT[1], description="Entries per page.")] = LIST_LIMIT[0],
+        filter: MetadataFilter = None,
+        occurred_after: OccurredAfter = None,
+        occurred_before: OccurredBefore = None,
+        created_after: CreatedAfter = None,
+        created_before: CreatedBefore = None,
     ) -> MemoryPage:
-        """List a thread's visible, consented entries in order, a page at a time."""
+        """List a thread's visible, consented entries in order, a page at a time (only those the filter and the
+        time windows keep; pass them again with the cursor)."""
         with tool_errors(context.redaction):
             memory = context.thread(thread)
-            page = await memory.export_memory(memory.config.scope, cursor, limit=limit, max_bytes=LIST_MAX_BYTES)
+            page = await memory.export_memory(memory.config.scope, cursor, limit=limit, max_bytes=LIST_MAX_BYTES,
+                                              filter=filter, occurred_after=occurred_after,
+                                              occurred_before=occurred_before, created_after=created_after,
+                                              created_before=created_before)
             name = memory.config.scope.thread_id
             entries = [Entry.of(record, name) for record in page.entries]
             return MemoryPage(thread=name, entries=entries, next_cursor=page.next_cursor)

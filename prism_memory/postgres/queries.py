@@ -58,8 +58,12 @@ READ_ARGS = (
 )
 #: The columns of a recall row (recall_v4), in order.
 RECALL = "kind, rank, resource_id, thread_id, id, text, metadata, sequence, importance, similarity, lexical, recency, score"
-#: The columns of ``entry_record_v1``, in order.
-RECORD = "id, text, metadata, sequence, importance, consent_source, consent_scope, consent_visible, consent_granted_at, consent_revoked_at, legal_hold, created_at, updated_at, invalidated"
+#: The columns of ``entry_record_v2``, in order.
+RECORD = ("id, text, metadata, sequence, importance, consent_source, consent_scope, consent_visible, consent_granted_at, "
+          "consent_revoked_at, legal_hold, created_at, updated_at, invalidated, occurred_at")
+#: A read's selection, as ``recall_v4``, ``list_entries_v3`` and ``list_resource_entries_v2`` take it.
+SELECTION = ("p_filter => %s::jsonb, p_occurred_after => %s::timestamptz, p_occurred_before => %s::timestamptz, "
+             "p_created_after => %s::timestamptz, p_created_before => %s::timestamptz")
 
 
 def install_info_query(schema: str) -> sql.Composed:
@@ -88,20 +92,20 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "p_data => %s::jsonb, p_expected_version => %s::bigint)"
         ),
         remember=q(
-            "select written, invalidated from {s}.remember_v2("
+            "select written, invalidated from {s}.remember_v3("
             "p_tenant_id => %b::text, p_resource_id => %b::text, p_thread_id => %b::text, "
             "p_ids => %b::text[], p_texts => %b::text[], p_embeddings => %b::{vector}[], "
             "p_metadata => %b::jsonb[], p_sequences => %b::bigint[], p_importance => %b::float8[], "
             "p_consent => %b::jsonb[], p_expires_at => %b::timestamptz[], p_ttl => %b::interval[], "
-            "p_now => %b::timestamptz)"
+            "p_occurred_at => %b::timestamptz[], p_now => %b::timestamptz)"
         ),
         remember_batch=q(
-            "select resource_id, thread_id, written, invalidated from {s}.remember_batch_v2("
+            "select resource_id, thread_id, written, invalidated from {s}.remember_batch_v3("
             "p_tenant_id => %b::text, p_resource_ids => %b::text[], p_thread_ids => %b::text[], "
             "p_ids => %b::text[], p_texts => %b::text[], p_embeddings => %b::{vector}[], "
             "p_metadata => %b::jsonb[], p_sequences => %b::bigint[], p_importance => %b::float8[], "
             "p_consent => %b::jsonb[], p_expires_at => %b::timestamptz[], p_ttl => %b::interval[], "
-            "p_now => %b::timestamptz)"
+            "p_occurred_at => %b::timestamptz[], p_now => %b::timestamptz)"
         ),
         recall=q(
             f"select {RECALL} from {{s}}.recall_v4("
@@ -110,10 +114,7 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "p_top_k => %s::integer, p_message_range => %s::integer, p_require_consent => %s::boolean, "
             "p_share_parent_thread_id => %s::text, p_across_threads => %s::boolean, p_now => %s::timestamptz, "
             "p_recency_weight => %s::float8, p_importance_weight => %s::float8, p_half_life_ms => %s::float8, "
-            "p_explain => %s::boolean, p_model_id => %s::text, p_filter => %s::jsonb, "
-            "p_occurred_after => %s::timestamptz, p_occurred_before => %s::timestamptz, "
-            "p_created_after => %s::timestamptz, p_created_before => %s::timestamptz, "
-            "p_lexical_weight => %s::float8)"
+            f"p_explain => %s::boolean, p_model_id => %s::text, {SELECTION}, p_lexical_weight => %s::float8)"
         ),
         invalidate=q(
             "select entry_id from {s}.invalidate_v1("
@@ -134,13 +135,13 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, p_ids => %s::text[])"
         ),
         set_consent=q(
-            f"select {RECORD} from {{s}}.set_consent_v1("
+            f"select {RECORD} from {{s}}.set_consent_v2("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, p_entry_id => %s::text, "
             "p_visible => %s::boolean, p_source => %s::text, p_scope => %s::text, "
             "p_granted_at => %s::timestamptz, p_revoked_at => %s::timestamptz, p_now => %s::timestamptz)"
         ),
         correct=q(
-            f"select {RECORD} from {{s}}.correct_v2("
+            f"select {RECORD} from {{s}}.correct_v3("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, p_entry_id => %s::text, "
             "p_text => %s::text, p_embedding => %b::{vector}, p_now => %s::timestamptz)"
         ),
@@ -151,20 +152,20 @@ def build_queries(schema: str, vector_schema: str) -> Queries:
             "p_now => %s::timestamptz)"
         ),
         list_entries=q(
-            f"select {RECORD} from {{s}}.list_entries_v2("
+            f"select {RECORD} from {{s}}.list_entries_v3("
             "p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text, "
             "p_after_sequence => %s::bigint, p_after_id => %s::text, p_limit => %s::integer, "
-            "p_exportable => %s::boolean, p_now => %s::timestamptz)"
+            f"p_exportable => %s::boolean, p_now => %s::timestamptz, {SELECTION})"
         ),
         count_entries=q(
             "select {s}.count_entries_v1(p_tenant_id => %s::text, p_resource_id => %s::text, p_thread_id => %s::text)"
         ),
         list_resource_entries=q(
             "select thread_id, id, text, metadata, sequence, importance, consent_source, consent_scope, "
-            "consent_visible, consent_granted_at, consent_revoked_at, legal_hold, created_at, updated_at "
-            "from {s}.list_resource_entries_v1(p_tenant_id => %s::text, p_resource_id => %s::text, "
+            "consent_visible, consent_granted_at, consent_revoked_at, legal_hold, created_at, updated_at, occurred_at "
+            "from {s}.list_resource_entries_v2(p_tenant_id => %s::text, p_resource_id => %s::text, "
             "p_after_thread_id => %s::text, p_after_sequence => %s::bigint, p_after_id => %s::text, "
-            "p_limit => %s::integer, p_exportable => %s::boolean, p_now => %s::timestamptz)"
+            f"p_limit => %s::integer, p_exportable => %s::boolean, p_now => %s::timestamptz, {SELECTION})"
         ),
         count_resource_entries=q(
             "select {s}.count_resource_entries_v1(p_tenant_id => %s::text, p_resource_id => %s::text)"

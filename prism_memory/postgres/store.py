@@ -35,7 +35,8 @@ from ..errors import (
 from ..explain import explain_hits
 from ..jsoncodec import json_text
 from ..schema import SchemaConfig
-from ..scoring import LEXICAL_WEIGHT
+from ..scoring import LEXICAL_WEIGHT, check_lexical_weight
+from ..selection import WINDOW_BOUNDS, check_selection
 from ..store_arguments import (
     check_batch_writes,
     consent_change_arguments,
@@ -57,6 +58,7 @@ from ..types import (
     RecallHit,
     RecallResult,
     RecallScoringOptions,
+    RecallSelection,
     RetentionPolicy,
     Scope,
     WorkingMemoryRecord,
@@ -109,7 +111,7 @@ class _PostgresBase:
 
 
 class PostgresVectorStore(_PostgresBase, PostgresRagStore):
-    """:class:`prism_memory.stores.VectorStore` over ``remember_v2`` / ``recall_v4`` and friends, and
+    """:class:`prism_memory.stores.VectorStore` over ``remember_v3`` / ``recall_v4`` and friends, and
     :class:`prism_memory.stores.RagVectorStore` over the ``rag_*_v1`` functions (:class:`PostgresRagStore`).
 
     Python checks only what SQL cannot see (:mod:`prism_memory.checks`: types
@@ -127,7 +129,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         self, scope: Scope, records: Sequence[EntryRecord], now: datetime | None = None,
         model: EmbeddingModel | None = None,
     ) -> tuple[int, list[str]]:
-        """One ``remember_v2`` call (after ``use_embedding_model_v1`` with a ``model``, in its transaction): the
+        """One ``remember_v3`` call (after ``use_embedding_model_v1`` with a ``model``, in its transaction): the
         batch is written in one transaction or not at all."""
         scope_ids = _scope(scope)
         arrays = _entry_arrays(records)
@@ -141,7 +143,7 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         self, writes: Sequence[tuple[Scope, Sequence[EntryRecord]]], now: datetime | None = None,
         model: EmbeddingModel | None = None,
     ) -> list[tuple[int, list[str]]]:
-        """One ``remember_batch_v2`` call for all of ``writes`` (one tenant); each thread's rows go contiguously.
+        """One ``remember_batch_v3`` call for all of ``writes`` (one tenant); each thread's rows go contiguously.
         With a ``model``, ``use_embedding_model_v1`` guards every thread that gets rows, in the same transaction."""
         check_batch_writes(writes)
         records = [record for _, batch in writes for record in batch]
@@ -180,6 +182,8 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         explain: bool = False,
         across_threads: bool = False,
         model: EmbeddingModel | None = None,
+        selection: RecallSelection | None = None,
+        lexical_weight: float = LEXICAL_WEIGHT,
     ) -> RecallResult:
         """One ``recall_v4`` call (with a ``model``, the embedding-model guard in the same call); rows come back
         hits first (by rank), then gate counts, then adjacent entries."""
@@ -189,10 +193,12 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         if share_from_parent_thread_id is not None:  # here before the scoring, as the emulator; recall_v4 after it
             check_scope_id("share_from_parent_thread_id", share_from_parent_thread_id)
         scoring = scoring_numbers(scoring)
+        selection = check_selection(selection)
         check_bool(explain, "explain")
         check_bool(across_threads, "across_threads")
         now = check_now(now)
         check_model(model, [len(vector)])
+        lexical_weight = check_lexical_weight(lexical_weight)
         rows = await self._fetch(
             self.queries.recall,
             (
@@ -210,8 +216,8 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
                 None if scoring is None else scoring.half_life_ms,
                 explain,
                 None if model is None else model.model_id,
-                None, None, None, None, None,  # no metadata filter, no time windows
-                LEXICAL_WEIGHT,
+                *_selection_arguments(selection),
+                lexical_weight,
             ),
             read=True,
         )
@@ -336,13 +342,17 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
 
     async def list_by_thread(
         self, scope: Scope, after: tuple[int, str] | None, limit: int, exportable: bool = False,
-        now: datetime | None = None,
+        now: datetime | None = None, selection: RecallSelection | None = None,
     ) -> list[MemoryRecord]:
-        """One ``list_entries_v2`` call: at most ``limit`` (1..200) entries after the (sequence, id) cursor."""
+        """One ``list_entries_v3`` call: at most ``limit`` (1..200) entries ``selection`` keeps after the
+        (sequence, id) cursor."""
         scope_ids = _scope(scope)
         after_sequence, after_id = page_arguments(after, limit, exportable) or (None, None)
+        now = check_now(now)
+        selection = check_selection(selection)
         rows = await self._fetch(
-            self.queries.list_entries, (*scope_ids, after_sequence, after_id, limit, exportable, check_now(now)),
+            self.queries.list_entries,
+            (*scope_ids, after_sequence, after_id, limit, exportable, now, *_selection_arguments(selection)),
             read=True,
         )
         return [_record(row)[0] for row in rows]
@@ -354,20 +364,23 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
 
     async def list_by_resource(
         self, scope: Scope, after: tuple[str, int, str] | None, limit: int, exportable: bool = False,
-        now: datetime | None = None,
+        now: datetime | None = None, selection: RecallSelection | None = None,
     ) -> list[MemoryRecord]:
-        """One ``list_resource_entries_v1`` call: at most ``limit`` (1..200) entries of the resource's threads after
-        the (thread_id, sequence, id) cursor, each naming its thread."""
+        """One ``list_resource_entries_v2`` call: at most ``limit`` (1..200) entries ``selection`` keeps of the
+        resource's threads after the (thread_id, sequence, id) cursor, each naming its thread."""
         tenant_id, resource_id, _thread = _scope(scope)
         after = resource_cursor_arguments(after)
         check_int(limit, "limit", LimitExceededError, bits=32)
         check_bool(exportable, "exportable")
+        now = check_now(now)
+        selection = check_selection(selection)
         rows = await self._fetch(
             self.queries.list_resource_entries,
-            (tenant_id, resource_id, *(after or (None, None, None)), limit, exportable, check_now(now)),
+            (tenant_id, resource_id, *(after or (None, None, None)), limit, exportable, now,
+             *_selection_arguments(selection)),
             read=True,
         )
-        return [_record((*row[1:], None), row[0])[0] for row in rows]
+        return [_record((*row[1:-1], None, row[-1]), row[0])[0] for row in rows]
 
     async def count_by_resource(self, scope: Scope) -> int:
         """One ``count_resource_entries_v1`` call."""
@@ -439,8 +452,8 @@ def _ids(ids: object) -> list[str]:
 
 
 def _entry_arrays(records: Sequence[EntryRecord]) -> tuple[list[Any] | None, ...]:
-    """The parallel arrays remember_v2 / remember_batch_v2 take, ready to send in binary: ids, texts,
-    embeddings, metadata, sequences, importance, consent, expires_at, ttl. An optional column that is absent
+    """The parallel arrays remember_v3 / remember_batch_v3 take, ready to send in binary: ids, texts,
+    embeddings, metadata, sequences, importance, consent, expires_at, ttl, occurred_at. An optional column that is absent
     for every record is sent as one NULL array (which the functions read as absent for each entry)."""
 
     def optional(values: list[Any]) -> list[Any] | None:
@@ -457,6 +470,7 @@ def _entry_arrays(records: Sequence[EntryRecord]) -> tuple[list[Any] | None, ...
         optional([None if record.consent is None else Jsonb(_consent_json(record.consent)) for record in records]),
         optional([as_utc(record.expires_at) for record in records]),
         optional([record.ttl for record in records]),
+        optional([as_utc(record.occurred_at) for record in records]),
     )
 
 
@@ -466,7 +480,7 @@ def _as_is(document: str) -> str:
 
 
 def _consent_json(consent: MemoryConsent) -> dict[str, Any]:
-    """A consent as ``remember_v2`` reads it (timestamps in ISO 8601 with their offset)."""
+    """A consent as ``remember_v3`` reads it (timestamps in ISO 8601 with their offset)."""
     return {
         "source": consent.source,
         "scope": consent.scope,
@@ -477,13 +491,14 @@ def _consent_json(consent: MemoryConsent) -> dict[str, Any]:
 
 
 def _record(row: Sequence[Any], thread_id: str | None = None) -> tuple[MemoryRecord, list[str]]:
-    """An ``entry_record_v1`` row as (record, invalidated ids); ``thread_id`` for a resource-wide read."""
+    """An ``entry_record_v2`` row as (record, invalidated ids); ``thread_id`` for a resource-wide read."""
     (entry_id, text, metadata, sequence, importance, source, scope, visible, granted_at, revoked_at,
-     legal_hold, created_at, updated_at, invalidated) = row
+     legal_hold, created_at, updated_at, invalidated, occurred_at) = row
     consent = None if source is None else MemoryConsent(source, scope, visible, as_utc(granted_at), as_utc(revoked_at))
     record = MemoryRecord(
         id=entry_id, text=text, metadata=metadata, sequence=sequence, importance=importance, consent=consent,
         legal_hold=legal_hold, created_at=as_utc(created_at), updated_at=as_utc(updated_at), thread_id=thread_id,
+        occurred_at=as_utc(occurred_at),
     )
     return record, list(invalidated or [])
 
@@ -515,3 +530,11 @@ class PostgresWorkingStore(_PostgresBase):
             (*_scope(scope), Jsonb(document, dumps=_as_is), expected_version)
         )
         return self._record(scope, row)
+
+
+def _selection_arguments(selection: RecallSelection | None) -> tuple[Any, ...]:
+    """``recall_v4``'s ``p_filter`` and window bounds for a checked selection (``None``: all NULL)."""
+    if selection is None:
+        return (None,) * (1 + len(WINDOW_BOUNDS))
+    return (None if selection.filter is None else Jsonb(selection.filter),
+            *(getattr(selection, bound) for bound in WINDOW_BOUNDS))

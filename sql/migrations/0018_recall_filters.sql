@@ -1,20 +1,49 @@
 -- prism-memory schema revision 0018: recall_filters. Recall that answers
--- "which" and "when": recall_v4 takes a metadata filter and time windows,
--- applied before the top_k cut, and the lexical weight of its fused score.
+-- "which" and "when": a metadata filter language, time windows and event
+-- time, applied inside the reads before the top_k cut, and the lexical weight
+-- of recall's fused score.
+--
+-- metadata_filter_v1(p_filter jsonb) returns jsonpath checks a filter
+-- ($and/$or/$not, dotted field paths, the operators $eq $ne $gt $gte $lt
+-- $lte $in $nin $exists $contains, and containment documents as before) and
+-- compiles it into a strict jsonpath predicate a caller applies as
+-- "metadata @@ path"; a malformed filter or one over a cap raises PM019. Its
+-- parts: metadata_filter_node_v1 (a filter object) and
+-- metadata_filter_contains_v1 (a containment leaf);
+-- metadata_filter_is_containment_v1 says when a filter means exactly
+-- "metadata @> filter". rag_query_v1, rag_lexical_query_v1 and
+-- rag_estimate_candidates_v1 take filters in the language (same arguments):
+-- a plain containment document is still read with @> through the GIN index,
+-- any other filter with @@ and its compiled path, through rag_where_v2 (which
+-- adds the @@ clause, $10, to rag_where_v1's; rag_where_v1 has no caller left).
+-- A filter containment used to match literally (a key starting with $, a
+-- dotted key) now follows the language, and RAG filters are capped at 16 KiB.
 --
 -- The entries get occurred_at (the event time; NULL reads as created_at).
 -- selection_v1 carries what a read keeps besides its gates (a filter's
--- jsonpath, metadata_filter_v1, and four half-open window bounds),
--- recall_selection_v1 builds and checks it, selects_v1 applies it; the
--- thread's pass (recall_bounds_v2), the travellers (recall_travellers_v2,
--- recall_travellers_probe_v2, recall_top_v2), the grants' leg, adjacency and
--- the explain counts (recall_gates_v2: a 'selection' gate) apply it, and
--- rank by similarity + p_lexical_weight * lexical (0.75 unless given).
--- recall_v3 and its helpers stay for the callers of the release before.
+-- jsonpath and four half-open window bounds), recall_selection_v1 builds and
+-- checks it (NULL when nothing is selected), selects_v1 applies it. recall_v4
+-- applies it in the thread's pass (recall_bounds_v2), the travellers
+-- (recall_travellers_v2, recall_travellers_probe_v2, recall_top_v2), the
+-- grants' leg, adjacency and the explain counts (recall_gates_v2: a
+-- 'selection' gate), and ranks by similarity + p_lexical_weight * lexical
+-- (0.75 unless given); list_entries_v3 and list_resource_entries_v2 list what
+-- it keeps. remember_v3 and remember_batch_v3 take each entry's occurred_at
+-- (a stored entry keeps its own when none is given); set_consent_v2,
+-- correct_v3 and list_entries_v3 return the entry's event time in
+-- entry_record_v2. recall_v3 and its helpers stay for the callers of the
+-- release before; remember_v2, remember_batch_v2, list_entries_v2,
+-- list_resource_entries_v1, set_consent_v1 and correct_v2 answer through
+-- their successors.
 
 {{pin_search_path}}
 
 alter table {{entries}} add column occurred_at timestamptz;
+create type {{schema}}.entry_record_v2 as (
+  id text, text text, metadata jsonb, sequence bigint, importance double precision,
+  consent_source text, consent_scope text, consent_visible boolean,
+  consent_granted_at timestamptz, consent_revoked_at timestamptz, legal_hold boolean,
+  created_at timestamptz, updated_at timestamptz, invalidated text[], occurred_at timestamptz);
 create type {{schema}}.selection_v1 as (
   path jsonpath, occurred_after timestamptz, occurred_before timestamptz,
   created_after timestamptz, created_before timestamptz);
@@ -31,6 +60,353 @@ as $$
   where x.extname = 'vector'
 $$;
 -- end of functions/install_info_v1.sql
+
+-- file functions/remember_v3.sql
+-- API function (prism_memory/operations.py; security definer, see recall_v4).
+--
+-- Upserts a batch of entries into one thread, all or nothing. Arrays are
+-- parallel (one element per entry); p_metadata, p_sequences, p_importance,
+-- p_consent, p_expires_at, p_ttl and p_occurred_at may be null. An entry's
+-- occurred_at is when the thing it tells of happened or was said (its event
+-- time, between years 1 and 9999: PM002); without one a stored entry keeps
+-- its own, and a new one has none (reads take its created_at). An entry expires (is no
+-- longer recalled, exported or injected: is_live_v2) at its expires_at, which
+-- must be after p_now, or at p_now + its ttl (more than 0, at most 36,500
+-- days of 24 hours: added in UTC, so a daylight-saving change of the session's
+-- time zone never moves it; p_now is the server's clock for a tenant-bound
+-- role), ending no later than 9999-12-30 00:00 UTC, the latest time stored
+-- (assert_time_v1). Giving both is
+-- PM002, a time out of range PM005. Without either a stored entry keeps its
+-- expiry (none for a new entry). A missing sequence keeps the stored entry's sequence,
+-- or for a new entry takes (max sequence in the thread) + (position in the
+-- batch); a missing consent keeps the stored one (legacy for a new entry).
+-- Importance is clamped to [0, 1]; metadata._lineage is checked; created_at
+-- and updated_at are p_now. A written entry expires with its lineage
+-- sources, and an entry derived from it with it (lineage_expiry_v1, read by
+-- is_live_v2). A written entry is tombstoned exactly when one of
+-- its lineage sources is invalid. A written id leaves every share grant of
+-- the thread (unshare_v1). Returns the number of entries written.
+create or replace function {{schema}}.remember_v3(
+  p_tenant_id text, p_resource_id text, p_thread_id text,
+  p_ids text[], p_texts text[], p_embeddings vector[],
+  p_metadata jsonb[] default null, p_sequences bigint[] default null,
+  p_importance double precision[] default null, p_consent jsonb[] default null,
+  p_expires_at timestamptz[] default null, p_ttl interval[] default null,
+  p_now timestamptz default now(), p_occurred_at timestamptz[] default null)
+returns table (written integer, invalidated text[])
+language plpgsql volatile security definer
+set search_path from current
+as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
+  v_count integer := coalesce(cardinality(p_ids), 0);
+  v_max_sequence bigint;
+  v_problem text;
+  v_dimensions integer;
+  v_invalid text[];
+  v_dependents text[] := '{}';
+  v_offset integer;
+begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_now_v1(p_now);  -- stored as the write's time
+  perform {{schema}}.assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
+  if v_count = 0 then
+    return query select 0, '{}'::text[];
+    return;
+  end if;
+  if coalesce(cardinality(p_texts), 0) <> v_count
+     or coalesce(cardinality(p_embeddings), 0) <> v_count
+     or coalesce(cardinality(p_metadata), v_count) <> v_count
+     or coalesce(cardinality(p_sequences), v_count) <> v_count
+     or coalesce(cardinality(p_importance), v_count) <> v_count
+     or coalesce(cardinality(p_consent), v_count) <> v_count
+     or coalesce(cardinality(p_expires_at), v_count) <> v_count
+     or coalesce(cardinality(p_ttl), v_count) <> v_count
+     or coalesce(cardinality(p_occurred_at), v_count) <> v_count then
+    raise exception 'remember_v3: the argument arrays differ in length' using errcode = 'PM002';
+  end if;
+
+  -- The first problem of the first entry that has one.
+  select x.problem into v_problem
+  from (select e.ord, case
+                 when not is_id_v1(e.id, 512)
+                   then format('entry %s: id must be a non-blank string of at most 512 bytes', e.ord)
+                 when e.text is null or is_blank_v1(e.text)
+                   then format('entry %s (%s): text must not be blank', e.ord, e.id)
+                 when e.metadata is not null and jsonb_typeof(e.metadata) <> 'object'
+                   then format('entry %s (%s): metadata must be a JSON object', e.ord, e.id)
+                 when e.importance in ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8)
+                   then format('entry %s (%s): importance must be finite', e.ord, e.id)
+                 when e.sequence not between 0 and 9007199254740991
+                   then format('entry %s (%s): sequence must be between 0 and 2^53 - 1', e.ord, e.id)
+                 when e.embedding is null
+                   then format('entry %s (%s): embedding is missing', e.ord, e.id)
+                 when not lineage_is_valid_v1(e.metadata -> '_lineage')
+                   then format('entry %s (%s): metadata._lineage must be {"sourceIds": [at most 32 non-blank ids], "reason"?: text}', e.ord, e.id)
+                 when not consent_is_valid_v1(e.consent)
+                   then format('entry %s (%s): consent must be {"source": user|agent|system, "scope": thread|profile|user, "visible": bool, "grantedAt"?, "revokedAt"?}', e.ord, e.id)
+                 when e.expires_at is not null and e.ttl is not null
+                   then format('entry %s (%s): give expires_at or ttl, not both', e.ord, e.id)
+               end as problem
+        from unnest(p_ids, p_texts, p_metadata, p_importance, p_embeddings, p_sequences, p_consent, p_expires_at, p_ttl)
+               with ordinality as e(id, text, metadata, importance, embedding, sequence, consent, expires_at, ttl, ord)) as x
+  where x.problem is not null
+  order by x.ord
+  limit 1;
+  if v_problem is not null then
+    raise exception '%', v_problem using errcode = 'PM002';
+  end if;
+  perform assert_time_v1((c.value ->> 'grantedAt')::timestamptz, 'consent grantedAt'),
+          assert_time_v1((c.value ->> 'revokedAt')::timestamptz, 'consent revokedAt')
+  from unnest(p_consent) as c(value)
+  where c.value is not null;
+  if (select count(distinct id) from unnest(p_ids) as id) <> v_count then
+    raise exception 'remember_v3: an entry id appears twice in the batch' using errcode = 'PM002';
+  end if;
+  perform assert_time_v1(x, 'expires_at') from unnest(p_expires_at) as x where x is not null;
+  perform assert_time_v1(x, 'occurred_at') from unnest(p_occurred_at) as x where x is not null;
+  -- A ttl is judged by the time it ends (added in UTC, as it is stored): an
+  -- interval of months would compare as 30 days each but add calendar months.
+  select format('entry %s (%s): %s', e.ord, e.id,
+                case when e.expires_at <= p_now then 'expires_at must be after now'
+                     when e.ends <= p_now or e.ends > ((p_now at time zone 'UTC') + interval '36500 days') at time zone 'UTC'
+                       then 'ttl must be more than 0 and at most 36500 days'
+                     else 'the ttl would end after 9999-12-30 00:00 UTC, the latest time stored' end)
+  into v_problem
+  from (select x.*, ((p_now at time zone 'UTC') + x.ttl) at time zone 'UTC' as ends
+        from unnest(p_ids, p_expires_at, p_ttl) with ordinality as x(id, expires_at, ttl, ord)) as e
+  where e.expires_at <= p_now or e.ends <= p_now
+     or e.ends > ((p_now at time zone 'UTC') + interval '36500 days') at time zone 'UTC'
+     or e.ends > timestamptz '9999-12-30 00:00:00+00'
+  order by e.ord
+  limit 1;
+  if v_problem is not null then
+    raise exception '%', v_problem using errcode = 'PM005';
+  end if;
+  if (select max(octet_length(t) + coalesce(pg_column_size(m), 0))
+      from unnest(p_texts, p_metadata) as x(t, m)) > 67108864 then
+    raise exception 'an entry is over the 64 MiB hard cap of the SQL function on text plus metadata'
+      using errcode = 'PM006';
+  end if;
+  perform assert_embedding_v1(v, 'an embedding') from unnest(p_embeddings) as v;
+  if (select count(distinct vector_dims(v)) from unnest(p_embeddings) as v) > 1 then
+    raise exception 'the embeddings in one batch differ in dimensions' using errcode = 'PM004';
+  end if;
+
+  perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
+  v_dimensions := vector_dims(p_embeddings[1]);
+  perform assert_dimensions_v2(p_tenant_id, p_resource_id, p_thread_id, v_dimensions);
+  select greatest(
+           (select max(e.sequence) from {{entries}} e
+            where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id),
+           (select max(i.sequence) from {{invalidation}} i
+            where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id and i.thread_id = p_thread_id),
+           0)
+  into v_max_sequence;
+
+  -- A stored entry keeps its sequence, consent and occurred_at unless the batch gives new ones.
+  insert into {{entries}} as t
+    (tenant_id, resource_id, thread_id, id, text, metadata, embedding, sequence, importance,
+     consent_source, consent_scope, consent_visible, consent_granted_at, consent_revoked_at,
+     created_at, updated_at, expires_at, occurred_at)
+  select p_tenant_id, p_resource_id, p_thread_id, e.id, e.text,
+         coalesce(e.metadata, '{}'::jsonb), e.embedding,
+         coalesce(e.sequence, s.sequence, v_max_sequence + e.ord),
+         case when e.importance is null then null
+              else greatest(0::float8, least(1::float8, e.importance)) end,
+         case when e.consent is null then s.consent_source else coalesce(e.consent ->> 'source', 'user') end,
+         case when e.consent is null then s.consent_scope else coalesce(e.consent ->> 'scope', 'thread') end,
+         case when e.consent is null then coalesce(s.consent_visible, true)
+              else coalesce((e.consent ->> 'visible')::boolean, true) end,
+         case when e.consent is null then s.consent_granted_at else (e.consent ->> 'grantedAt')::timestamptz end,
+         case when e.consent is null then s.consent_revoked_at else (e.consent ->> 'revokedAt')::timestamptz end,
+         p_now, p_now, coalesce(e.expires_at, ((p_now at time zone 'UTC') + e.ttl) at time zone 'UTC', s.expires_at),
+         coalesce(e.occurred_at, s.occurred_at)
+  from unnest(p_ids, p_texts, p_embeddings, p_metadata, p_sequences, p_importance, p_consent, p_expires_at, p_ttl,
+              p_occurred_at)
+         with ordinality as e(id, text, embedding, metadata, sequence, importance, consent, expires_at, ttl,
+                              occurred_at, ord)
+  left join {{entries}} s
+    on s.tenant_id = p_tenant_id and s.resource_id = p_resource_id
+   and s.thread_id = p_thread_id and s.id = e.id
+  on conflict (tenant_id, resource_id, thread_id, id) do update
+    set text = excluded.text, metadata = excluded.metadata, embedding = excluded.embedding,
+        sequence = excluded.sequence, importance = excluded.importance,
+        consent_source = excluded.consent_source, consent_scope = excluded.consent_scope,
+        consent_visible = excluded.consent_visible, consent_granted_at = excluded.consent_granted_at,
+        consent_revoked_at = excluded.consent_revoked_at, updated_at = excluded.updated_at,
+        expires_at = excluded.expires_at, occurred_at = excluded.occurred_at;
+  perform lineage_expiry_v1(p_tenant_id, p_resource_id, p_thread_id, p_ids);
+  perform unshare_v1(p_tenant_id, p_resource_id, p_thread_id, p_ids);
+
+  -- A written entry is invalidated exactly when one of its lineage sources is;
+  -- a written entry that is now invalid (by a source, or written invisible or
+  -- revoked, or held) takes its dependents with it, in this batch and stored.
+  delete from {{invalidation}} i
+  where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+    and i.thread_id = p_thread_id and i.entry_id = any(p_ids);
+  perform tombstone_from_sources_v1(p_tenant_id, p_resource_id, p_thread_id, p_ids, p_now);
+  v_invalid := array(
+    select e.id from {{entries}} e
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+      and e.thread_id = p_thread_id and e.id = any(p_ids)
+      and (not is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source, false)
+           or exists (select 1 from {{invalidation}} i
+                      where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                        and i.thread_id = p_thread_id and i.entry_id = e.id))
+    order by e.id collate "C");
+  for v_offset in 1 .. coalesce(cardinality(v_invalid), 0) by 64 loop
+    v_dependents := v_dependents || array(
+      select x.entry_id from invalidate_v1(p_tenant_id, p_resource_id, p_thread_id,
+                                           v_invalid[v_offset : v_offset + 63], 'source-invalidated', p_now) as x);
+  end loop;
+  return query
+    select v_count, array(select x.id from unnest(v_invalid || v_dependents) as x(id)
+                          group by x.id order by x.id collate "C");
+end;
+$$;
+-- end of functions/remember_v3.sql
+
+-- file functions/remember_v2.sql
+-- API function (prism_memory/operations.py; security definer, see recall_v4),
+-- kept for the callers of the release before: remember_v3 without occurred_at
+-- (a stored entry keeps its own), which answers it.
+create or replace function {{schema}}.remember_v2(
+  p_tenant_id text, p_resource_id text, p_thread_id text,
+  p_ids text[], p_texts text[], p_embeddings vector[],
+  p_metadata jsonb[] default null, p_sequences bigint[] default null,
+  p_importance double precision[] default null, p_consent jsonb[] default null,
+  p_expires_at timestamptz[] default null, p_ttl interval[] default null,
+  p_now timestamptz default now())
+returns table (written integer, invalidated text[])
+language plpgsql volatile security definer
+set search_path from current
+as $$
+begin
+  return query
+    select r.written, r.invalidated
+    from remember_v3(p_tenant_id, p_resource_id, p_thread_id, p_ids, p_texts, p_embeddings, p_metadata, p_sequences,
+                 p_importance, p_consent, p_expires_at, p_ttl, p_now) as r;
+end;
+$$;
+-- end of functions/remember_v2.sql
+
+-- file functions/remember_batch_v3.sql
+-- API function (prism_memory/operations.py; security definer, see recall_v4).
+--
+-- Writes the entries of many threads of one tenant in one transaction: all of
+-- them or none. p_resource_ids and p_thread_ids name each entry's thread and
+-- run parallel to the other arrays, which mean what they mean for remember_v3;
+-- the rows of one thread must be contiguous (PM002 otherwise), and an entry's
+-- position ("entry N") in an error is its position within its thread's rows.
+-- Arrays must be one-dimensional and start at index 1 (PM002 otherwise).
+-- Every thread's lock is taken first, in lock-key order (the order every
+-- batch uses, so concurrent batches cannot deadlock, even when two threads
+-- share a lock key); then the threads are checked and written one by one in
+-- (resource_id, thread_id) code-point order. Returns one row per thread, in
+-- that order: entries written and the ids invalidated (as remember_v3
+-- returns them).
+create or replace function {{schema}}.remember_batch_v3(
+  p_tenant_id text, p_resource_ids text[], p_thread_ids text[],
+  p_ids text[], p_texts text[], p_embeddings vector[],
+  p_metadata jsonb[] default null, p_sequences bigint[] default null,
+  p_importance double precision[] default null, p_consent jsonb[] default null,
+  p_expires_at timestamptz[] default null, p_ttl interval[] default null,
+  p_now timestamptz default now(), p_occurred_at timestamptz[] default null)
+returns table (resource_id text, thread_id text, written integer, invalidated text[])
+language plpgsql volatile security definer
+set search_path from current
+as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
+  v_count integer := coalesce(cardinality(p_ids), 0);
+  v_group record;
+  v_key bigint;
+begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_id_v1(p_tenant_id, 'tenant_id', 256, 'PM001');
+  if exists (select 1
+             from (values (array_ndims(p_resource_ids), array_lower(p_resource_ids, 1)),
+                          (array_ndims(p_thread_ids), array_lower(p_thread_ids, 1)),
+                          (array_ndims(p_ids), array_lower(p_ids, 1)),
+                          (array_ndims(p_texts), array_lower(p_texts, 1)),
+                          (array_ndims(p_embeddings), array_lower(p_embeddings, 1)),
+                          (array_ndims(p_metadata), array_lower(p_metadata, 1)),
+                          (array_ndims(p_sequences), array_lower(p_sequences, 1)),
+                          (array_ndims(p_importance), array_lower(p_importance, 1)),
+                          (array_ndims(p_consent), array_lower(p_consent, 1)),
+                          (array_ndims(p_expires_at), array_lower(p_expires_at, 1)),
+                          (array_ndims(p_ttl), array_lower(p_ttl, 1)),
+                          (array_ndims(p_occurred_at), array_lower(p_occurred_at, 1))) as a(ndims, lower)
+             where a.ndims > 1 or a.lower <> 1) then
+    raise exception 'remember_batch_v3: arrays must be one-dimensional and start at index 1'
+      using errcode = 'PM002';
+  end if;
+  if coalesce(cardinality(p_resource_ids), 0) <> v_count or coalesce(cardinality(p_thread_ids), 0) <> v_count
+     or coalesce(cardinality(p_texts), 0) <> v_count or coalesce(cardinality(p_embeddings), 0) <> v_count
+     or coalesce(cardinality(p_metadata), v_count) <> v_count or coalesce(cardinality(p_sequences), v_count) <> v_count
+     or coalesce(cardinality(p_importance), v_count) <> v_count or coalesce(cardinality(p_consent), v_count) <> v_count
+     or coalesce(cardinality(p_expires_at), v_count) <> v_count or coalesce(cardinality(p_ttl), v_count) <> v_count
+     or coalesce(cardinality(p_occurred_at), v_count) <> v_count then
+    raise exception 'remember_batch_v3: the argument arrays differ in length' using errcode = 'PM002';
+  end if;
+  -- The keys lock_thread_v1 takes, in one global order; remember_v3 takes its
+  -- thread's again below (advisory locks are re-entrant).
+  for v_key in
+    select distinct hashtextextended(p_tenant_id || chr(31) || g.resource_id || chr(31) || g.thread_id, 0)
+    from unnest(p_resource_ids, p_thread_ids) as g(resource_id, thread_id)
+    where g.resource_id is not null and g.thread_id is not null
+    order by 1
+  loop
+    perform lock_key_v1(p_tenant_id, v_key);
+  end loop;
+  for v_group in
+    select g.resource_id, g.thread_id, min(g.ord)::integer as first, max(g.ord)::integer as last, count(*) as rows
+    from unnest(p_resource_ids, p_thread_ids) with ordinality as g(resource_id, thread_id, ord)
+    group by g.resource_id, g.thread_id
+    order by g.resource_id collate "C", g.thread_id collate "C"
+  loop
+    if v_group.last - v_group.first + 1 <> v_group.rows then
+      raise exception 'remember_batch_v3: the rows of thread % (resource %) are not contiguous',
+        v_group.thread_id, v_group.resource_id using errcode = 'PM002';
+    end if;
+    return query
+      select v_group.resource_id, v_group.thread_id, r.written, r.invalidated
+      from remember_v3(p_tenant_id, v_group.resource_id, v_group.thread_id,
+                       p_ids[v_group.first : v_group.last], p_texts[v_group.first : v_group.last],
+                       p_embeddings[v_group.first : v_group.last], p_metadata[v_group.first : v_group.last],
+                       p_sequences[v_group.first : v_group.last], p_importance[v_group.first : v_group.last],
+                       p_consent[v_group.first : v_group.last], p_expires_at[v_group.first : v_group.last],
+                       p_ttl[v_group.first : v_group.last], p_now,
+                       p_occurred_at[v_group.first : v_group.last]) as r;
+  end loop;
+end;
+$$;
+-- end of functions/remember_batch_v3.sql
+
+-- file functions/remember_batch_v2.sql
+-- API function (prism_memory/operations.py; security definer, see recall_v4),
+-- kept for the callers of the release before: remember_batch_v3 without occurred_at
+-- (a stored entry keeps its own), which answers it.
+create or replace function {{schema}}.remember_batch_v2(
+  p_tenant_id text, p_resource_ids text[], p_thread_ids text[],
+  p_ids text[], p_texts text[], p_embeddings vector[],
+  p_metadata jsonb[] default null, p_sequences bigint[] default null,
+  p_importance double precision[] default null, p_consent jsonb[] default null,
+  p_expires_at timestamptz[] default null, p_ttl interval[] default null,
+  p_now timestamptz default now())
+returns table (resource_id text, thread_id text, written integer, invalidated text[])
+language plpgsql volatile security definer
+set search_path from current
+as $$
+begin
+  return query
+    select r.resource_id, r.thread_id, r.written, r.invalidated
+    from remember_batch_v3(p_tenant_id, p_resource_ids, p_thread_ids, p_ids, p_texts, p_embeddings, p_metadata,
+                           p_sequences, p_importance, p_consent, p_expires_at, p_ttl, p_now) as r;
+end;
+$$;
+-- end of functions/remember_batch_v2.sql
 
 -- file functions/selects_v1.sql
 -- Whether an entry is one a read's selection keeps (selection_v1, from
@@ -792,6 +1168,871 @@ begin
 end;
 $$;
 -- end of functions/recall_v4.sql
+
+-- file functions/set_consent_v2.sql
+-- Grants or revokes consent on one entry without re-embedding. NULL leaves a
+-- field as it is. Revoking (p_visible false, or p_revoked_at given) writes the
+-- tombstones first (invalidate_v1 'revoked'); granting (p_visible true) clears
+-- the entry's tombstone and its revoked_at, unless one of its own sources is
+-- still invalid (dependents stay invalidated: regenerate them from the
+-- remaining evidence), or the tombstone is an erasure's (deleted, expired,
+-- held): a forget or retention sweep tombstones first and deletes after, and
+-- a grant in between, or after an erasure that stopped there, must not bring
+-- the entry back. A legacy entry
+-- becomes explicitly consented (source user, scope thread unless given).
+-- Returns the entry's record (entry_record_v2: with its occurred_at) and the
+-- ids invalidated.
+create or replace function {{schema}}.set_consent_v2(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_entry_id text,
+  p_visible boolean default null, p_source text default null, p_scope text default null,
+  p_granted_at timestamptz default null, p_revoked_at timestamptz default null,
+  p_now timestamptz default now())
+returns setof {{schema}}.entry_record_v2
+language plpgsql volatile security definer
+set search_path from current
+as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
+  v_revoking boolean := p_visible is false or p_revoked_at is not null;
+  v_granting boolean := p_visible is true and p_revoked_at is null;
+  v_invalidated text[] := '{}';
+begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_now_v1(p_now);  -- stored as the write's time
+  perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
+  perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
+  if p_source is not null and p_source not in ('user', 'agent', 'system') then
+    raise exception 'consent source must be user, agent or system, got %', p_source using errcode = 'PM002';
+  end if;
+  if p_scope is not null and p_scope not in ('thread', 'profile', 'user') then
+    raise exception 'consent scope must be thread, profile or user, got %', p_scope using errcode = 'PM002';
+  end if;
+  perform assert_time_v1(p_granted_at, 'granted_at'), assert_time_v1(p_revoked_at, 'revoked_at');
+  perform 1 from {{entries}} e
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+    and e.thread_id = p_thread_id and e.id = p_entry_id
+  for update;
+  if not found then
+    raise exception 'no entry % in this thread', p_entry_id using errcode = 'PM011';
+  end if;
+  if v_revoking then
+    v_invalidated := array(select x.entry_id
+                           from invalidate_v1(p_tenant_id, p_resource_id, p_thread_id,
+                                              array[p_entry_id], 'revoked', p_now) as x);
+  elsif v_granting then
+    delete from {{invalidation}} i
+    where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+      and i.thread_id = p_thread_id and i.entry_id = p_entry_id
+      and i.reason not in ('deleted', 'expired', 'held');
+  end if;
+  update {{entries}} e
+  set consent_source = coalesce(p_source, e.consent_source, 'user'),
+      consent_scope = coalesce(p_scope, e.consent_scope, 'thread'),
+      consent_visible = case when v_revoking then false else coalesce(p_visible, e.consent_visible) end,
+      consent_granted_at = case when v_granting then coalesce(p_granted_at, p_now)
+                                else coalesce(p_granted_at, e.consent_granted_at) end,
+      consent_revoked_at = case when v_granting then null
+                                when v_revoking then coalesce(p_revoked_at, p_now)
+                                else e.consent_revoked_at end,
+      updated_at = p_now
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+    and e.thread_id = p_thread_id and e.id = p_entry_id;
+  if v_granting then
+    -- Still invalid while one of its own sources is.
+    perform tombstone_from_sources_v1(p_tenant_id, p_resource_id, p_thread_id, array[p_entry_id], p_now);
+  end if;
+  return query
+    select e.id, e.text, e.metadata, e.sequence, e.importance, e.consent_source, e.consent_scope,
+           e.consent_visible, e.consent_granted_at, e.consent_revoked_at, e.legal_hold,
+           e.created_at, e.updated_at, v_invalidated,
+           coalesce(e.occurred_at, e.created_at)
+    from {{entries}} e
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+      and e.thread_id = p_thread_id and e.id = p_entry_id;
+end;
+$$;
+-- end of functions/set_consent_v2.sql
+
+-- file functions/set_consent_v1.sql
+-- API function (prism_memory/operations.py; security definer, see recall_v4),
+-- kept for the callers of the release before: set_consent_v2 less its record's
+-- occurred_at, which answers it.
+create or replace function {{schema}}.set_consent_v1(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_entry_id text,
+  p_visible boolean default null, p_source text default null, p_scope text default null,
+  p_granted_at timestamptz default null, p_revoked_at timestamptz default null,
+  p_now timestamptz default now())
+returns setof {{schema}}.entry_record_v1
+language plpgsql volatile security definer
+set search_path from current
+as $$
+begin
+  return query
+    select r.id, r.text, r.metadata, r.sequence, r.importance, r.consent_source, r.consent_scope, r.consent_visible,
+           r.consent_granted_at, r.consent_revoked_at, r.legal_hold, r.created_at, r.updated_at, r.invalidated
+    from set_consent_v2(p_tenant_id, p_resource_id, p_thread_id, p_entry_id, p_visible, p_source, p_scope,
+                        p_granted_at, p_revoked_at, p_now) as r;
+end;
+$$;
+-- end of functions/set_consent_v1.sql
+
+-- file functions/correct_v3.sql
+-- Replaces an entry's text and embedding, keeps its consent, sets
+-- metadata._lineage.reason to 'corrected' and invalidates its dependents
+-- (not the entry itself: "corrected keeps the source"). The corrected entry
+-- keeps its lineage, so it is then re-derived from its sources: if the walk
+-- invalidated one of its own sources (a lineage cycle), it is invalid too
+-- ("multi-source facts stay injectable only if none of their sources are
+-- invalidated"). The entry leaves every share grant of the thread
+-- (unshare_v1). Returns the record (entry_record_v2: with its occurred_at)
+-- and every id invalidated (the entry last, when it is one of them). PM002 for a blank text, PM006 over 64 MiB, PM003 /
+-- PM004 for the embedding, PM011 when the thread holds no such entry.
+create or replace function {{schema}}.correct_v3(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_entry_id text,
+  p_text text, p_embedding vector, p_now timestamptz default now())
+returns setof {{schema}}.entry_record_v2
+language plpgsql volatile security definer
+set search_path from current
+as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
+  v_record {{schema}}.entry_record_v2;
+begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_now_v1(p_now);  -- stored as the write's time
+  perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
+  perform lock_thread_v1(p_tenant_id, p_resource_id, p_thread_id);
+  if p_text is null or is_blank_v1(p_text) then
+    raise exception 'the corrected text must not be blank' using errcode = 'PM002';
+  end if;
+  if octet_length(p_text) > 67108864 then
+    raise exception 'the corrected text is over the 64 MiB hard cap' using errcode = 'PM006';
+  end if;
+  perform assert_embedding_v1(p_embedding, 'the embedding');
+  perform assert_dimensions_v2(p_tenant_id, p_resource_id, p_thread_id, vector_dims(p_embedding));
+  perform 1 from {{entries}} e
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+    and e.thread_id = p_thread_id and e.id = p_entry_id
+  for update;
+  if not found then
+    raise exception 'no entry % in this thread', p_entry_id using errcode = 'PM011';
+  end if;
+  v_record.invalidated := array(select x.entry_id
+                                from invalidate_v1(p_tenant_id, p_resource_id, p_thread_id,
+                                                   array[p_entry_id], 'corrected', p_now) as x);
+  update {{entries}} e
+  set text = p_text, embedding = p_embedding,
+      metadata = jsonb_set(e.metadata, '{_lineage}',
+                           coalesce(e.metadata -> '_lineage', '{"sourceIds": []}'::jsonb)
+                           || '{"reason": "corrected"}'),
+      updated_at = p_now
+  where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+    and e.thread_id = p_thread_id and e.id = p_entry_id
+  returning e.id, e.text, e.metadata, e.sequence, e.importance, e.consent_source, e.consent_scope,
+            e.consent_visible, e.consent_granted_at, e.consent_revoked_at, e.legal_hold,
+            e.created_at, e.updated_at, coalesce(e.occurred_at, e.created_at)
+  into v_record.id, v_record.text, v_record.metadata, v_record.sequence, v_record.importance,
+       v_record.consent_source, v_record.consent_scope, v_record.consent_visible,
+       v_record.consent_granted_at, v_record.consent_revoked_at, v_record.legal_hold,
+       v_record.created_at, v_record.updated_at, v_record.occurred_at;
+  perform unshare_v1(p_tenant_id, p_resource_id, p_thread_id, array[p_entry_id]);
+  if not exists (select 1 from {{invalidation}} i
+                 where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                   and i.thread_id = p_thread_id and i.entry_id = p_entry_id) then
+    perform tombstone_from_sources_v1(p_tenant_id, p_resource_id, p_thread_id, array[p_entry_id], p_now);
+    if exists (select 1 from {{invalidation}} i
+               where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                 and i.thread_id = p_thread_id and i.entry_id = p_entry_id) then
+      v_record.invalidated := v_record.invalidated || p_entry_id;
+    end if;
+  end if;
+  return next v_record;
+end;
+$$;
+-- end of functions/correct_v3.sql
+
+-- file functions/correct_v2.sql
+-- API function (prism_memory/operations.py; security definer, see recall_v4),
+-- kept for the callers of the release before: correct_v3 less its record's
+-- occurred_at, which answers it.
+create or replace function {{schema}}.correct_v2(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_entry_id text,
+  p_text text, p_embedding vector, p_now timestamptz default now())
+returns setof {{schema}}.entry_record_v1
+language plpgsql volatile security definer
+set search_path from current
+as $$
+begin
+  return query
+    select r.id, r.text, r.metadata, r.sequence, r.importance, r.consent_source, r.consent_scope, r.consent_visible,
+           r.consent_granted_at, r.consent_revoked_at, r.legal_hold, r.created_at, r.updated_at, r.invalidated
+    from correct_v3(p_tenant_id, p_resource_id, p_thread_id, p_entry_id, p_text, p_embedding, p_now) as r;
+end;
+$$;
+-- end of functions/correct_v2.sql
+
+-- file functions/list_entries_v3.sql
+-- API function (prism_memory/operations.py; security definer, see recall_v4).
+--
+-- Entries of the thread after the (sequence, id) cursor, in (sequence, id)
+-- order, at most p_limit (1..200). With p_exportable only what an export may
+-- contain: explicitly consented, visible, not revoked, not held, not
+-- tombstoned, and not expired at p_now (is_live_v2; the server's clock for a
+-- tenant-bound role).
+-- Only the entries the selection keeps are listed (recall_selection_v1 and
+-- selects_v1, as recall_v4 applies them: p_filter over the metadata, the
+-- event-time and write-time windows), so paging a selection with its last
+-- row's cursor lists exactly the entries it keeps; each row carries the
+-- entry's event time (its occurred_at, else its created_at). PM019 a bad filter, PM008 a bound
+-- out of range.
+create or replace function {{schema}}.list_entries_v3(
+  p_tenant_id text, p_resource_id text, p_thread_id text,
+  p_after_sequence bigint default null, p_after_id text default null,
+  p_limit integer default 100, p_exportable boolean default false, p_now timestamptz default now(),
+  p_filter jsonb default null, p_occurred_after timestamptz default null,
+  p_occurred_before timestamptz default null, p_created_after timestamptz default null,
+  p_created_before timestamptz default null)
+returns setof {{schema}}.entry_record_v2
+language plpgsql stable security definer
+set search_path from current
+as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
+  v_cutoff timestamptz;
+  v_selection {{schema}}.selection_v1 := recall_selection_v1(p_filter, p_occurred_after, p_occurred_before,
+                                                             p_created_after, p_created_before);
+begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_now_v1(p_now);  -- expiry is measured against it
+  perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
+  if p_limit is null or p_limit not between 1 and 200 then
+    raise exception 'limit must be between 1 and 200, got %', p_limit using errcode = 'PM005';
+  end if;
+  v_cutoff := retention_cutoff_v1(p_tenant_id, p_resource_id, p_thread_id, p_now);
+  return query
+    select e.id, e.text, e.metadata, e.sequence, e.importance, e.consent_source, e.consent_scope,
+           e.consent_visible, e.consent_granted_at, e.consent_revoked_at, e.legal_hold,
+           e.created_at, e.updated_at, '{}'::text[],
+           coalesce(e.occurred_at, e.created_at)
+    from {{entries}} e
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
+      and (p_after_sequence is null
+           or (e.sequence, e.id collate "C") > (p_after_sequence, p_after_id collate "C"))
+      and selects_v1(e.metadata, e.occurred_at, e.created_at, v_selection)
+      and (not p_exportable
+           or (is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source, true)
+               and is_live_v2(e.created_at, e.expires_at, e.sources_created_at, e.sources_expire_at, v_cutoff, p_now)
+               and not exists (select 1 from {{invalidation}} i
+                               where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                                 and i.thread_id = p_thread_id and i.entry_id = e.id)))
+    order by e.sequence, e.id collate "C"
+    limit p_limit;
+end;
+$$;
+-- end of functions/list_entries_v3.sql
+
+-- file functions/list_entries_v2.sql
+-- API function (prism_memory/operations.py; security definer, see recall_v4),
+-- kept for the callers of the release before: list_entries_v3 with no
+-- selection, less its occurred_at column, which answers it.
+create or replace function {{schema}}.list_entries_v2(
+  p_tenant_id text, p_resource_id text, p_thread_id text,
+  p_after_sequence bigint default null, p_after_id text default null,
+  p_limit integer default 100, p_exportable boolean default false, p_now timestamptz default now())
+returns setof {{schema}}.entry_record_v1
+language plpgsql stable security definer
+set search_path from current
+as $$
+begin
+  return query
+    select r.id, r.text, r.metadata, r.sequence, r.importance, r.consent_source, r.consent_scope, r.consent_visible,
+           r.consent_granted_at, r.consent_revoked_at, r.legal_hold, r.created_at, r.updated_at, r.invalidated
+    from list_entries_v3(p_tenant_id, p_resource_id, p_thread_id, p_after_sequence, p_after_id, p_limit,
+                         p_exportable, p_now) as r;
+end;
+$$;
+-- end of functions/list_entries_v2.sql
+
+-- file functions/list_resource_entries_v2.sql
+-- API function (prism_memory/operations.py; security definer, see recall_v4).
+--
+-- The entries of every thread of the tenant and resource (exact ids: another
+-- resource, a derived one included, is never read) after the (thread_id,
+-- sequence, id) cursor, in (thread_id, sequence, id) order (code-point order
+-- for the texts), at most p_limit (1..200), each with its thread. With
+-- p_exportable only what an export may contain: explicitly consented,
+-- visible, not revoked, not held, not tombstoned, and not expired at p_now
+-- (is_live_v2, under the policies of the resource and of each thread; the
+-- server's clock for a tenant-bound role). A cursor is all three values or
+-- none (PM005 otherwise).
+-- Only the entries the selection keeps are listed (recall_selection_v1 and
+-- selects_v1, as recall_v4 applies them: p_filter over the metadata, the
+-- event-time and write-time windows), so paging a selection with its last
+-- row's cursor lists exactly the entries it keeps; each row carries the
+-- entry's event time (its occurred_at, else its created_at). PM019 a bad filter, PM008 a bound
+-- out of range.
+create or replace function {{schema}}.list_resource_entries_v2(
+  p_tenant_id text, p_resource_id text,
+  p_after_thread_id text default null, p_after_sequence bigint default null, p_after_id text default null,
+  p_limit integer default 100, p_exportable boolean default false, p_now timestamptz default now(),
+  p_filter jsonb default null, p_occurred_after timestamptz default null,
+  p_occurred_before timestamptz default null, p_created_after timestamptz default null,
+  p_created_before timestamptz default null)
+returns table (thread_id text, id text, text text, metadata jsonb, sequence bigint, importance double precision,
+               consent_source text, consent_scope text, consent_visible boolean,
+               consent_granted_at timestamptz, consent_revoked_at timestamptz, legal_hold boolean,
+               created_at timestamptz, updated_at timestamptz, occurred_at timestamptz)
+language plpgsql stable security definer
+set search_path from current
+as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, p_now);  -- first: may the caller act for this tenant?
+  v_resource_cutoff timestamptz;
+  v_selection {{schema}}.selection_v1 := recall_selection_v1(p_filter, p_occurred_after, p_occurred_before,
+                                                             p_created_after, p_created_before);
+begin
+  p_now := v_clock;  -- the server's clock for a tenant-bound role
+  perform assert_now_v1(p_now);  -- expiry is measured against it
+  perform assert_scope_v2(p_tenant_id, p_resource_id, null, false);
+  perform assert_resource_cursor_v1(p_after_thread_id, p_after_sequence, p_after_id);
+  if p_limit is null or p_limit not between 1 and 200 then
+    raise exception 'limit must be between 1 and 200, got %', p_limit using errcode = 'PM005';
+  end if;
+  if p_exportable is null then
+    raise exception 'exportable must be true or false' using errcode = 'PM005';
+  end if;
+  v_resource_cutoff := retention_cutoff_v1(p_tenant_id, p_resource_id, null, p_now);
+  return query
+    select e.thread_id, e.id, e.text, e.metadata, e.sequence, e.importance, e.consent_source, e.consent_scope,
+           e.consent_visible, e.consent_granted_at, e.consent_revoked_at, e.legal_hold, e.created_at, e.updated_at,
+           coalesce(e.occurred_at, e.created_at)
+    from {{entries}} e
+    left join {{retention_policy}} tp  -- a policy of the entry's own thread
+      on tp.tenant_id = p_tenant_id and tp.resource_id = p_resource_id and tp.thread_id = e.thread_id
+    where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id
+      and (p_after_thread_id is null
+           or (e.thread_id collate "C", e.sequence, e.id collate "C")
+              > (p_after_thread_id collate "C", p_after_sequence, p_after_id collate "C"))
+      and selects_v1(e.metadata, e.occurred_at, e.created_at, v_selection)
+      and (not p_exportable
+           or (is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source, true)
+               and is_live_v2(e.created_at, e.expires_at, e.sources_created_at, e.sources_expire_at,
+                              greatest(v_resource_cutoff, p_now - tp.max_age_days * interval '24 hours'), p_now)
+               and not exists (select 1 from {{invalidation}} i
+                               where i.tenant_id = p_tenant_id and i.resource_id = p_resource_id
+                                 and i.thread_id = e.thread_id and i.entry_id = e.id)))
+    order by e.thread_id collate "C", e.sequence, e.id collate "C"
+    limit p_limit;
+end;
+$$;
+-- end of functions/list_resource_entries_v2.sql
+
+-- file functions/list_resource_entries_v1.sql
+-- API function (prism_memory/operations.py; security definer, see recall_v4),
+-- kept for the callers of the release before: list_resource_entries_v2 with
+-- no selection, less its occurred_at column, which answers it.
+create or replace function {{schema}}.list_resource_entries_v1(
+  p_tenant_id text, p_resource_id text,
+  p_after_thread_id text default null, p_after_sequence bigint default null, p_after_id text default null,
+  p_limit integer default 100, p_exportable boolean default false, p_now timestamptz default now())
+returns table (thread_id text, id text, text text, metadata jsonb, sequence bigint, importance double precision,
+               consent_source text, consent_scope text, consent_visible boolean,
+               consent_granted_at timestamptz, consent_revoked_at timestamptz, legal_hold boolean,
+               created_at timestamptz, updated_at timestamptz)
+language plpgsql stable security definer
+set search_path from current
+as $$
+begin
+  return query
+    select r.thread_id, r.id, r.text, r.metadata, r.sequence, r.importance, r.consent_source, r.consent_scope,
+           r.consent_visible, r.consent_granted_at, r.consent_revoked_at, r.legal_hold, r.created_at, r.updated_at
+    from list_resource_entries_v2(p_tenant_id, p_resource_id, p_after_thread_id, p_after_sequence, p_after_id,
+                                  p_limit, p_exportable, p_now) as r;
+end;
+$$;
+-- end of functions/list_resource_entries_v1.sql
+
+-- file functions/metadata_filter_contains_v1.sql
+-- Part of metadata_filter_v1: the jsonpath predicate for a containment leaf,
+-- p_base (a jsonpath accessor: "$" and quoted keys, or "@") @> p_wanted as
+-- jsonb containment works below the top level: an object holds every key of
+-- p_wanted, each value contained recursively; an array holds, for every
+-- element of p_wanted, an element containing it (of the same JSON type); a
+-- scalar equals it. Keys become jsonpath string literals through
+-- to_jsonb(key)::text and scalars through their jsonb text, so nothing of the
+-- filter is read as jsonpath syntax. A key starting with $ is refused (PM019,
+-- naming p_at): an operator there would be read literally.
+-- prism_memory.filters.json_contains mirrors it.
+create or replace function {{schema}}.metadata_filter_contains_v1(p_base text, p_wanted jsonb, p_at text)
+returns text
+language plpgsql immutable
+set search_path from current
+as $$
+declare
+  v_parts text[];
+  v_key text;
+  v_value jsonb;
+begin
+  case jsonb_typeof(p_wanted)
+    when 'object' then
+      v_parts := array[p_base || '.type() == "object"'];
+      for v_key, v_value in select e.key, e.value from jsonb_each(p_wanted) e loop
+        if starts_with(v_key, '$') then
+          raise exception 'filter: %: key % inside a containment document (operators apply to a field path)',
+            p_at, to_jsonb(v_key)::text using errcode = 'PM019';
+        end if;
+        v_parts := v_parts || metadata_filter_contains_v1(p_base || '.' || to_jsonb(v_key)::text, v_value, p_at);
+      end loop;
+    when 'array' then
+      v_parts := array[p_base || '.type() == "array"'];
+      for v_value in select e.value from jsonb_array_elements(p_wanted) e loop
+        if jsonb_typeof(v_value) in ('object', 'array') then
+          v_parts := v_parts || ('exists (' || p_base || '[*] ? (' || metadata_filter_contains_v1('@', v_value, p_at) || '))');
+        else
+          v_parts := v_parts || ('exists (' || p_base || '[*] ? (@ == ' || v_value::text || '))');
+        end if;
+      end loop;
+    else
+      v_parts := array[p_base || ' == ' || p_wanted::text];
+  end case;
+  return '(' || array_to_string(v_parts, ' && ') || ')';
+end;
+$$;
+-- end of functions/metadata_filter_contains_v1.sql
+
+-- file functions/metadata_filter_node_v1.sql
+-- Part of metadata_filter_v1: checks one filter object p_node (named p_where
+-- in messages, at nesting level p_depth, the whole filter being level 1) and
+-- returns its jsonpath predicate, two-valued (true or false, never unknown),
+-- with p_count, the conditions counted so far, updated. Every fault raises
+-- PM019 naming the path or operator; the keys are walked in jsonb order,
+-- as prism_memory.filters.check_filter walks them. Each comparison L is
+-- written "((L) && !((L) is unknown))": jsonpath answers unknown for a
+-- missing field or mismatched types, which "!" would keep unknown, so $ne,
+-- $nin and $not are exact negations. Keys and strings enter the text only as
+-- jsonpath string literals (to_jsonb(text)::text), numbers as jsonb prints
+-- them, true, false and null as themselves.
+create or replace function {{schema}}.metadata_filter_node_v1(
+  p_node jsonb, p_where text, p_depth integer, inout p_count integer, out p_predicate text)
+language plpgsql immutable
+set search_path from current
+as $$
+declare
+  v_parts text[] := '{}';
+  v_subs text[];
+  v_sub text;
+  v_key text;
+  v_value jsonb;
+  v_item jsonb;
+  v_position bigint;
+  v_at text;
+  v_segments text[];
+  v_path text;
+  v_operator text;
+  v_operand jsonb;
+  v_kind text;
+  v_leaf text;
+begin
+  if jsonb_typeof(p_node) is distinct from 'object' then
+    raise exception 'filter: % must be a JSON object, got %', p_where, coalesce(jsonb_typeof(p_node), 'null')
+      using errcode = 'PM019';
+  end if;
+  if p_depth > 8 then
+    raise exception 'filter: % is nested deeper than 8 levels', p_where using errcode = 'PM019';
+  end if;
+  for v_key, v_value in select e.key, e.value from jsonb_each(p_node) e loop
+    if v_key in ('$and', '$or') then
+      if jsonb_typeof(v_value) <> 'array' or jsonb_array_length(v_value) = 0 then
+        raise exception 'filter: % in % must be a non-empty array of filters', v_key, p_where using errcode = 'PM019';
+      end if;
+      v_subs := '{}';
+      for v_item, v_position in select e.value, e.ordinality - 1 from jsonb_array_elements(v_value) with ordinality e loop
+        select n.p_count, n.p_predicate into p_count, v_sub
+        from metadata_filter_node_v1(v_item, p_where || '.' || v_key || '[' || v_position || ']', p_depth + 1, p_count) n;
+        v_subs := v_subs || v_sub;
+      end loop;
+      v_parts := v_parts || ('(' || array_to_string(v_subs, case v_key when '$and' then ' && ' else ' || ' end) || ')');
+    elsif v_key = '$not' then
+      select n.p_count, n.p_predicate into p_count, v_sub
+      from metadata_filter_node_v1(v_value, p_where || '.$not', p_depth + 1, p_count) n;
+      v_parts := v_parts || ('!' || v_sub);
+    elsif starts_with(v_key, '$') then
+      raise exception 'filter: unknown operator % in % (a field path must not start with $)', to_jsonb(v_key)::text, p_where
+        using errcode = 'PM019';
+    else
+      v_at := p_where || ' field ' || to_jsonb(v_key)::text;
+      v_segments := string_to_array(v_key, '.');
+      if v_key = '' or '' = any(v_segments) then
+        raise exception 'filter: %: a field path has no empty segment', v_at using errcode = 'PM019';
+      end if;
+      if cardinality(v_segments) > 8 then
+        raise exception 'filter: %: a field path has at most 8 segments', v_at using errcode = 'PM019';
+      end if;
+      if exists (select 1 from unnest(v_segments) s where starts_with(s, '$')) then
+        raise exception 'filter: %: a path segment must not start with $', v_at using errcode = 'PM019';
+      end if;
+      v_path := '$' || (select string_agg('.' || to_jsonb(s.segment)::text, '' order by s.n)
+                        from unnest(v_segments) with ordinality s(segment, n));
+      if jsonb_typeof(v_value) = 'object' and exists (select 1 from jsonb_object_keys(v_value) k where starts_with(k, '$')) then
+        if exists (select 1 from jsonb_object_keys(v_value) k where not starts_with(k, '$')) then
+          raise exception 'filter: % mixes operators and other keys', v_at using errcode = 'PM019';
+        end if;
+        if p_depth + 1 > 8 then
+          raise exception 'filter: % is nested deeper than 8 levels', v_at using errcode = 'PM019';
+        end if;
+        for v_operator, v_operand in select e.key, e.value from jsonb_each(v_value) e loop
+          v_kind := jsonb_typeof(v_operand);
+          case
+            when v_operator in ('$eq', '$ne', '$contains') then
+              if v_kind in ('object', 'array') then
+                raise exception 'filter: % at % takes a scalar, got %', v_operator, v_at, v_kind using errcode = 'PM019';
+              end if;
+              v_leaf := case v_operator when '$contains' then 'exists (' || v_path || '[*] ? (@ == ' || v_operand::text || '))'
+                                        else v_path || ' == ' || v_operand::text end;
+              v_leaf := '((' || v_leaf || ') && !((' || v_leaf || ') is unknown))';
+              v_parts := v_parts || (case v_operator when '$ne' then '!' else '' end || v_leaf);
+            when v_operator in ('$gt', '$gte', '$lt', '$lte') then
+              if v_kind not in ('number', 'string') then
+                raise exception 'filter: % at % takes a number or a string, got %', v_operator, v_at, v_kind using errcode = 'PM019';
+              end if;
+              v_leaf := v_path || case v_operator when '$gt' then ' > ' when '$gte' then ' >= ' when '$lt' then ' < ' else ' <= ' end
+                        || v_operand::text;
+              v_parts := v_parts || ('((' || v_leaf || ') && !((' || v_leaf || ') is unknown))');
+            when v_operator in ('$in', '$nin') then
+              if v_kind <> 'array' or jsonb_array_length(v_operand) = 0
+                 or exists (select 1 from jsonb_array_elements(v_operand) e where jsonb_typeof(e) in ('object', 'array')) then
+                raise exception 'filter: % at % takes a non-empty array of scalars', v_operator, v_at using errcode = 'PM019';
+              end if;
+              if jsonb_array_length(v_operand) > 256 then
+                raise exception 'filter: % at % has more than 256 elements', v_operator, v_at using errcode = 'PM019';
+              end if;
+              v_leaf := 'exists (' || v_path || ' ? ('
+                        || (select string_agg('@ == ' || e.value::text, ' || ' order by e.n)
+                            from jsonb_array_elements(v_operand) with ordinality e(value, n)) || '))';
+              v_leaf := '((' || v_leaf || ') && !((' || v_leaf || ') is unknown))';
+              v_parts := v_parts || (case v_operator when '$nin' then '!' else '' end || v_leaf);
+            when v_operator = '$exists' then
+              if v_kind <> 'boolean' then
+                raise exception 'filter: $exists at % takes true or false, got %', v_at, v_kind using errcode = 'PM019';
+              end if;
+              v_leaf := '((exists (' || v_path || ')) && !((exists (' || v_path || ')) is unknown))';
+              v_parts := v_parts || (case when v_operand = 'false'::jsonb then '!' else '' end || v_leaf);
+            else
+              raise exception 'filter: unknown operator % at %', to_jsonb(v_operator)::text, v_at using errcode = 'PM019';
+          end case;
+          p_count := p_count + 1;
+          if p_count > 64 then
+            raise exception 'filter: more than 64 conditions (at %)', v_at using errcode = 'PM019';
+          end if;
+        end loop;
+      else
+        if jsonb_typeof(v_value) in ('object', 'array') then
+          v_leaf := metadata_filter_contains_v1(v_path, v_value, v_at);
+        else
+          v_leaf := v_path || ' == ' || v_value::text;
+        end if;
+        v_parts := v_parts || ('((' || v_leaf || ') && !((' || v_leaf || ') is unknown))');
+        p_count := p_count + 1;
+        if p_count > 64 then
+          raise exception 'filter: more than 64 conditions (at %)', v_at using errcode = 'PM019';
+        end if;
+      end if;
+    end if;
+  end loop;
+  p_predicate := '(' || coalesce(nullif(array_to_string(v_parts, ' && '), ''), '1 == 1') || ')';
+end;
+$$;
+-- end of functions/metadata_filter_node_v1.sql
+
+-- file functions/metadata_filter_v1.sql
+-- The metadata filter language (docs/api.md, "Metadata filters"): checks
+-- p_filter and compiles it into a strict jsonpath predicate that a caller
+-- applies as "metadata @@ metadata_filter_v1(p_filter)", bound as a value
+-- (never SQL text). NULL gives NULL; {} matches everything. A filter is a
+-- JSON object whose keys are ANDed: $and / $or (a non-empty array of
+-- filters), $not (a filter), or a field path ("user.tier" reads
+-- metadata -> 'user' -> 'tier'); a field condition is a scalar ($eq), an
+-- object of operators ($eq $ne $gt $gte $lt $lte $in $nin $exists $contains,
+-- ANDed), or any other object or array: containment at that path, as jsonb
+-- @> below the top level. Values compare as JSON: a number never equals a
+-- string or a boolean, strings by code point, order operators only numbers
+-- with numbers and strings with strings; $ne, $nin and $not are exact
+-- negations, so a missing field matches $ne and {"$exists": false}.
+-- Raises PM019 naming the path or operator for a filter that is not an
+-- object, any malformed piece, and the caps: 16 KiB of jsonb text, JSON
+-- nested 64 levels (as Python's codec), nesting depth 8 ($and/$or/$not
+-- elements and operator objects one level each), 64 conditions, 256
+-- elements in one $in/$nin, 8 segments in a path.
+-- prism_memory.filters (check_filter, matches) mirrors it.
+create or replace function {{schema}}.metadata_filter_v1(p_filter jsonb)
+returns jsonpath
+language plpgsql immutable
+set search_path from current
+as $$
+declare
+  v_bytes integer;
+  v_count integer;
+  v_predicate text;
+begin
+  if p_filter is null then
+    return null;
+  end if;
+  if jsonb_typeof(p_filter) <> 'object' then
+    raise exception 'filter: the filter must be a JSON object, got %', jsonb_typeof(p_filter) using errcode = 'PM019';
+  end if;
+  v_bytes := octet_length(p_filter::text);
+  if v_bytes > 16384 then
+    raise exception 'filter: % bytes of JSON, over the 16384-byte cap', v_bytes using errcode = 'PM019';
+  end if;
+  if jsonb_path_exists(p_filter, 'strict $.**{64 to last} ? (@.type() == "object" || @.type() == "array")') then
+    raise exception 'filter: filter is nested deeper than 64 levels' using errcode = 'PM019';
+  end if;
+  select n.p_count, n.p_predicate into v_count, v_predicate from metadata_filter_node_v1(p_filter, 'filter', 1, 0) n;
+  return ('strict ' || v_predicate)::jsonpath;
+end;
+$$;
+-- end of functions/metadata_filter_v1.sql
+
+-- file functions/metadata_filter_is_containment_v1.sql
+-- Whether a filter metadata_filter_v1 accepted means exactly
+-- "metadata @> p_filter": no $and/$or/$not, no operator object, no dotted
+-- path (each key one field, each condition a scalar or a containment
+-- document). The RAG reads apply such a filter with @> (through the GIN
+-- index, as before the language existed), any other with @@.
+-- prism_memory.filters.is_containment mirrors it.
+create or replace function {{schema}}.metadata_filter_is_containment_v1(p_filter jsonb) returns boolean
+language sql immutable parallel safe
+return p_filter is not null and not exists (
+  select 1 from jsonb_each(p_filter) f
+  where starts_with(f.key, '$') or strpos(f.key, '.') > 0
+     or (jsonb_typeof(f.value) = 'object'
+         and exists (select 1 from jsonb_object_keys(f.value) k where starts_with(k, '$'))));
+-- end of functions/metadata_filter_is_containment_v1.sql
+
+-- file functions/rag_where_v2.sql
+-- The WHERE clause every RAG read shares, over the chunk alias c, as fixed SQL
+-- text (never built from input): $1 tenant, $2 scope, $3 generation, $4 the
+-- filter as a containment document (p_contains: c.metadata @> $4, through
+-- the GIN index), $5 principal, $6 groups, with p_sources $7, the sources the
+-- reader holds grants on (a narrowing the ACL EXISTS implies, so a reader of
+-- few sources reads the scope through the source index), and $10 the filter
+-- compiled by metadata_filter_v1 (p_path: c.metadata @@ $10). A filter can
+-- only narrow. The filter and the ACL's indexed EXISTS are included only when
+-- used, so each read is planned for exactly the rules it applies. A chunk is
+-- readable under ACL when the principal or one of its groups holds a grant on
+-- its source at the chunk's access_version or newer; a missing grant or an
+-- unresolved version denies. (rag_where_v1 had no p_path.)
+create or replace function {{schema}}.rag_where_v2(p_contains boolean, p_path boolean, p_acl boolean,
+                                                   p_sources boolean default false)
+returns text
+language sql immutable
+return 'c.tenant_id = $1 and c.scope = $2 and c.generation = $3'
+  || case when p_contains then ' and c.metadata @> $4' else '' end
+  || case when p_path then ' and c.metadata @@ $10' else '' end
+  || case when p_acl then
+       ' and exists (select 1 from {{rag_source_acl}} a'
+       || ' where a.tenant_id = $1 and a.source_id = c.source_id'
+       || ' and ((a.grantee_kind = ''principal'' and a.grantee_id = $5)'
+       || ' or (a.grantee_kind = ''group'' and a.grantee_id = any($6)))'
+       || ' and a.access_version >= coalesce(c.access_version, 0))'
+     else '' end
+  || case when p_sources then ' and c.source_id = any($7)' else '' end;
+-- end of functions/rag_where_v2.sql
+
+-- file functions/rag_estimate_candidates_v1.sql
+-- The planner's estimate of the chunks of one generation of a scope whose
+-- metadata satisfy p_filter (the metadata filter language: @> for a plain
+-- containment document, else @@ its metadata_filter_v1 path; the planner
+-- estimates both from the column statistics), among p_sources when given. EXPLAIN needs a
+-- volatile function; rag_query_v1 itself stays stable, so all of its reads
+-- see one snapshot.
+create or replace function {{schema}}.rag_estimate_candidates_v1(
+  p_tenant_id text, p_scope text, p_generation bigint, p_filter jsonb, p_sources text[] default null)
+returns double precision
+language plpgsql volatile
+set search_path from current
+as $$
+declare
+  v_contains constant boolean := metadata_filter_is_containment_v1(p_filter);
+  v_path constant jsonpath := case when not v_contains then metadata_filter_v1(p_filter) end;
+  v_plan json;
+begin
+  execute 'explain (format json) select 1 from {{rag_chunk}} c where '
+          || rag_where_v2(v_contains, v_path is not null, false, p_sources is not null)
+    into v_plan
+    using p_tenant_id, p_scope, p_generation, p_filter, null::text, null::text[], p_sources,
+          null::text, null::integer, v_path;
+  return (v_plan -> 0 -> 'Plan' ->> 'Plan Rows')::double precision;
+end;
+$$;
+-- end of functions/rag_estimate_candidates_v1.sql
+
+-- file functions/rag_query_v1.sql
+-- Top-k chunks of one generation of a scope by cosine similarity
+-- (score = 1 - pgvector <=>), ties by id (code-point order), under the
+-- filter and ACL of rag_where_v2, applied before ranking. The filter is in
+-- the metadata filter language (metadata_filter_v1, PM019 when malformed): one
+-- that is a plain containment document (metadata_filter_is_containment_v1)
+-- is applied as metadata @> filter, any other as metadata @@ its compiled
+-- jsonpath, bound as a parameter.
+--
+-- Path: how many candidates there are decides. Without a filter they are
+-- counted through the scope (or, for an ACL reader of at most 100 sources,
+-- the source) index, up to 2000; with a filter the planner's estimate is
+-- taken (jsonb @> and @@ are estimated from the column statistics; under Citus
+-- they are counted with the filter, up to 2000); a reader of more
+-- than 100 sources counts as many. Fewer than 2000 are ranked exactly, which
+-- costs less than an HNSW search. More are read through HNSW (pinned
+-- installs) with pgvector's iterative scan and re-scored exactly; if HNSW
+-- finds fewer than top_k, all candidates are ranked exactly after all. So a
+-- query always returns min(top_k, matches), whichever path it takes.
+create or replace function {{schema}}.rag_query_v1(
+  p_tenant_id text, p_scope text, p_embedding vector, p_top_k integer default 10,
+  p_filter jsonb default null, p_acl boolean default false, p_principal_id text default null,
+  p_group_ids text[] default '{}', p_generation bigint default null)
+returns table (id text, source_id text, text text, metadata jsonb, generation bigint,
+               access_version bigint, score double precision)
+language plpgsql stable security definer
+set search_path from current
+set hnsw.iterative_scan = 'relaxed_order'
+set hnsw.ef_search = 40
+as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
+  v_filter jsonb := nullif(p_filter, '{}'::jsonb);
+  v_generation bigint := rag_read_generation_v1(p_tenant_id, p_scope, p_top_k, p_filter, p_acl,
+                                                p_principal_id, p_group_ids, p_generation);
+  v_contains constant boolean := metadata_filter_is_containment_v1(v_filter);
+  v_path jsonpath := metadata_filter_v1(v_filter);  -- checks the filter (PM019)
+  v_sources text[];
+  v_narrow boolean := false;
+  v_candidates double precision := 2000;
+  v_ids text[];
+begin
+  if v_contains then
+    v_path := null;  -- read with @> instead
+  end if;
+  perform assert_embedding_v1(p_embedding, 'the query embedding');
+  perform assert_dimensions_v2(p_tenant_id, p_scope, null, vector_dims(p_embedding));
+  if p_acl then
+    v_sources := array(
+      select a.source_id from {{rag_source_acl}} a
+      where a.tenant_id = p_tenant_id
+        and ((a.grantee_kind = 'principal' and a.grantee_id = p_principal_id)
+             or (a.grantee_kind = 'group' and a.grantee_id = any(p_group_ids)))
+      group by a.source_id
+      limit 101);
+    if cardinality(v_sources) = 0 then
+      return;  -- no grant at all: nothing is readable
+    end if;
+    v_narrow := cardinality(v_sources) <= 100;
+  end if;
+
+  if v_filter is not null and (not p_acl or v_narrow) and not citus_installed_v1() then
+    v_candidates := rag_estimate_candidates_v1(p_tenant_id, p_scope, v_generation, v_filter,
+                                               case when v_narrow then v_sources end);
+  elsif not p_acl or v_narrow then
+    -- Counted, filter included under Citus: an EXPLAIN inside a
+    -- delegated call breaks the transaction's next statement there.
+    execute 'select count(*)::integer from (select 1 from {{rag_chunk}} c where '
+            || rag_where_v2(v_contains, v_path is not null, false, v_narrow) || ' limit 2000) x'
+      into v_candidates
+      using p_tenant_id, p_scope, v_generation, v_filter, p_principal_id, p_group_ids, v_sources,
+            p_embedding, p_top_k, v_path;
+  end if;
+
+  if v_candidates >= 2000 and {{dimensions}}::integer is not null then
+    perform set_config('hnsw.ef_search', greatest(40, 4 * p_top_k)::text, true);
+    execute 'select coalesce(array_agg(n.id), ''{}'') from (select c.id from {{rag_chunk}} c where '
+            || rag_where_v2(v_contains, v_path is not null, p_acl, false) || ' order by c.embedding <=> $8 limit $9) n'
+      into v_ids
+      using p_tenant_id, p_scope, v_generation, v_filter, p_principal_id, p_group_ids, v_sources,
+            p_embedding, p_top_k, v_path;
+    if cardinality(v_ids) >= p_top_k then
+      return query
+        select c.id, c.source_id, c.text, c.metadata, c.generation, c.access_version,
+               1::float8 - (c.embedding <=> p_embedding)
+        from {{rag_chunk}} c
+        where c.tenant_id = p_tenant_id and c.scope = p_scope and c.generation = v_generation
+          and c.id = any(v_ids)
+        order by 1::float8 - (c.embedding <=> p_embedding) desc, c.id collate "C";
+      return;
+    end if;
+  end if;
+
+  -- Exact: every candidate scored ("offset 0" keeps the planner from
+  -- ordering through the HNSW index), the top k kept.
+  return query execute
+    'with scored as (select c.id, 1::float8 - (c.embedding <=> $8) as score'
+    || ' from {{rag_chunk}} c where ' || rag_where_v2(v_contains, v_path is not null, p_acl, v_narrow) || ' offset 0),'
+    || ' top as (select s.id, s.score from scored s order by s.score desc, s.id collate "C" limit $9)'
+    || ' select c.id, c.source_id, c.text, c.metadata, c.generation, c.access_version, t.score'
+    || ' from top t join {{rag_chunk}} c'
+    || ' on c.tenant_id = $1 and c.scope = $2 and c.generation = $3 and c.id = t.id'
+    || ' order by t.score desc, c.id collate "C"'
+    using p_tenant_id, p_scope, v_generation, v_filter, p_principal_id, p_group_ids, v_sources,
+          p_embedding, p_top_k, v_path;
+end;
+$$;
+-- end of functions/rag_query_v1.sql
+
+-- file functions/rag_lexical_query_v1.sql
+-- Full-text leg: top-k chunks of one generation whose text_tsv
+-- (lexical_terms_v2) holds any of the query's lexical terms (through the GIN
+-- index), scored by the share of the query's terms (query_terms_v2: at most
+-- 32; stemmed, CJK as bigrams) they hold (lexical_score_v1, as in recall), ties
+-- by id, under the filter and ACL of rag_where_v2 (the filter as in
+-- rag_query_v1: @> for a plain containment document, else @@ its
+-- metadata_filter_v1 path). A query with no terms returns nothing.
+create or replace function {{schema}}.rag_lexical_query_v1(
+  p_tenant_id text, p_scope text, p_query_text text, p_top_k integer default 10,
+  p_filter jsonb default null, p_acl boolean default false, p_principal_id text default null,
+  p_group_ids text[] default '{}', p_generation bigint default null)
+returns table (id text, source_id text, text text, metadata jsonb, generation bigint,
+               access_version bigint, score double precision)
+language plpgsql stable security definer
+set search_path from current
+as $$
+declare
+  v_clock constant timestamptz := tenant_access_v1(p_tenant_id, null);  -- first: may the caller act for this tenant?
+  v_filter jsonb := nullif(p_filter, '{}'::jsonb);
+  v_generation bigint := rag_read_generation_v1(p_tenant_id, p_scope, p_top_k, p_filter, p_acl,
+                                                p_principal_id, p_group_ids, p_generation);
+  v_contains constant boolean := metadata_filter_is_containment_v1(v_filter);
+  v_path jsonpath := metadata_filter_v1(v_filter);  -- checks the filter (PM019)
+  v_terms text[];
+  v_any_term tsquery;
+begin
+  if v_contains then
+    v_path := null;  -- read with @> instead
+  end if;
+  if p_query_text is null then
+    raise exception 'the query text is required' using errcode = 'PM008';
+  end if;
+  if octet_length(p_query_text) > 65536 then
+    raise exception 'the query text is % bytes, over the 64 KiB hard cap', octet_length(p_query_text)
+      using errcode = 'PM006';
+  end if;
+  v_terms := query_terms_v2(p_query_text);
+  if cardinality(v_terms) = 0 then
+    return;
+  end if;
+  -- Terms hold no quote or backslash, so quote_literal is a safe tsquery operand.
+  v_any_term := (select string_agg(quote_literal(term), ' | ')::tsquery from unnest(v_terms) as term);
+  return query execute
+    'with scored as (select c.id, lexical_score_v1(c.text_tsv, $7, $8) as score'
+    || ' from {{rag_chunk}} c where ' || rag_where_v2(v_contains, v_path is not null, p_acl)
+    || ' and c.text_tsv @@ $8 offset 0),'
+    || ' top as (select s.id, s.score from scored s order by s.score desc, s.id collate "C" limit $9)'
+    || ' select c.id, c.source_id, c.text, c.metadata, c.generation, c.access_version, t.score'
+    || ' from top t join {{rag_chunk}} c'
+    || ' on c.tenant_id = $1 and c.scope = $2 and c.generation = $3 and c.id = t.id'
+    || ' order by t.score desc, c.id collate "C"'
+    using p_tenant_id, p_scope, v_generation, v_filter, p_principal_id, p_group_ids,
+          v_terms, v_any_term, p_top_k, v_path;
+end;
+$$;
+-- end of functions/rag_lexical_query_v1.sql
 
 
 reset search_path;

@@ -29,7 +29,9 @@
 \ir functions/tombstone_from_sources_v1.sql
 \ir functions/unshare_v1.sql
 \ir functions/lineage_expiry_v1.sql
+\ir functions/remember_v3.sql
 \ir functions/remember_v2.sql
+\ir functions/remember_batch_v3.sql
 \ir functions/remember_batch_v2.sql
 \ir functions/lexical_score_v1.sql
 \ir functions/query_terms_v2.sql
@@ -61,12 +63,16 @@
 \ir functions/erase_walk_reach_v1.sql
 \ir functions/erase_walk_v1.sql
 \ir functions/purge_resource_v1.sql
+\ir functions/set_consent_v2.sql
 \ir functions/set_consent_v1.sql
+\ir functions/correct_v3.sql
 \ir functions/correct_v2.sql
 \ir functions/retention_candidates_v2.sql
 \ir functions/set_retention_policy_v1.sql
 \ir functions/get_retention_policy_v1.sql
+\ir functions/list_entries_v3.sql
 \ir functions/list_entries_v2.sql
+\ir functions/list_resource_entries_v2.sql
 \ir functions/list_resource_entries_v1.sql
 \ir functions/count_entries_v1.sql
 \ir functions/count_resource_entries_v1.sql

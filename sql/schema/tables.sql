@@ -17,6 +17,14 @@ create type {{schema}}.entry_record_v1 as (
   consent_granted_at timestamptz, consent_revoked_at timestamptz, legal_hold boolean,
   created_at timestamptz, updated_at timestamptz, invalidated text[]);
 
+-- The same with the entry's event time (its occurred_at, else its
+-- created_at), as set_consent_v2, correct_v3 and list_entries_v3 return it.
+create type {{schema}}.entry_record_v2 as (
+  id text, text text, metadata jsonb, sequence bigint, importance double precision,
+  consent_source text, consent_scope text, consent_visible boolean,
+  consent_granted_at timestamptz, consent_revoked_at timestamptz, legal_hold boolean,
+  created_at timestamptz, updated_at timestamptz, invalidated text[], occurred_at timestamptz);
+
 -- One candidate hit of recall_v3: the row scored (its ctid, joined back in the
 -- same snapshot), where it lives, and its score's components.
 create type {{schema}}.recall_candidate_v1 as (

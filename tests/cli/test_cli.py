@@ -12,6 +12,7 @@ import pytest
 from prism_memory.cli import main
 from prism_memory.cli.data import sample_conversation_path
 from prism_memory.locomo import DataFormatError, load_jsonl_entries, load_locomo
+from prism_memory.scoring import LEXICAL_WEIGHT
 from prism_memory.schema import REVISIONS
 
 SAMPLE = str(sample_conversation_path())
@@ -92,7 +93,7 @@ def test_recall_returns_evidence_in_top_5(pg_dsn, capsys):
     scores = [hit["score"] for hit in result["hits"]]
     assert scores == sorted(scores, reverse=True)
     top = result["hits"][0]
-    assert top["score"] == pytest.approx(top["similarity"] + 0.25 * top["lexical"])
+    assert top["score"] == pytest.approx(top["similarity"] + LEXICAL_WEIGHT * top["lexical"])
 
 
 def test_recall_table_shows_adjacent_entries(pg_dsn, capsys):

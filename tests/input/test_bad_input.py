@@ -197,16 +197,16 @@ async def test_sql_functions_enforce_the_same_rules_for_direct_callers(pg_dsn):
     calls = {
         "PM001": "select prism_memory.recall_v3('', 'r', 't', '[1,0]'::vector)",
         "PM005": "select prism_memory.recall_v3('t', 'r', 't', '[1,0]'::vector, 'q', 99)",
-        "PM003": "select prism_memory.remember_v2('t', 'r', 't', array['a'], array['x'], array[array_fill(0::real, array[64])::vector])",
-        "PM004": "select prism_memory.remember_v2('t', 'r', 't', array['a'], array['x'], array['[1,2]'::vector])",
-        "PM002": "select prism_memory.remember_v2('t', 'r', 't', array['a', 'a'], array['x', 'y'], array[array_fill(1::real, array[64])::vector, array_fill(1::real, array[64])::vector])",
+        "PM003": "select prism_memory.remember_v3('t', 'r', 't', array['a'], array['x'], array[array_fill(0::real, array[64])::vector])",
+        "PM004": "select prism_memory.remember_v3('t', 'r', 't', array['a'], array['x'], array['[1,2]'::vector])",
+        "PM002": "select prism_memory.remember_v3('t', 'r', 't', array['a', 'a'], array['x', 'y'], array[array_fill(1::real, array[64])::vector, array_fill(1::real, array[64])::vector])",
     }
     more = [
         ("PM001", "select * from prism_memory.get_working_v1(E'\\t', 'r')"),
         ("PM001", "select prism_memory.recall_v3('t', E'\\u3000', 't', '[1,0]'::vector)"),
-        ("PM002", "select prism_memory.remember_v2('t', 'r', 't', array['a'], array[E'\\t\\n'], array[array_fill(1::real, array[64])::vector])"),
-        ("PM002", "select prism_memory.remember_v2('t', 'r', 't', array['a'], array['x'], array[array_fill(1::real, array[64])::vector], p_sequences => array[-1::bigint])"),
-        ("PM003", "select prism_memory.remember_v2('t', 'r', 't', array['a'], array['x'], array[array_fill(1e-20::real, array[64])::vector])"),
+        ("PM002", "select prism_memory.remember_v3('t', 'r', 't', array['a'], array[E'\\t\\n'], array[array_fill(1::real, array[64])::vector])"),
+        ("PM002", "select prism_memory.remember_v3('t', 'r', 't', array['a'], array['x'], array[array_fill(1::real, array[64])::vector], p_sequences => array[-1::bigint])"),
+        ("PM003", "select prism_memory.remember_v3('t', 'r', 't', array['a'], array['x'], array[array_fill(1e-20::real, array[64])::vector])"),
         ("PM003", "select prism_memory.recall_v3('t', 'r', 't', array_fill(1e19::real, array[64])::vector, 'q')"),
         ("PM008", "select prism_memory.recall_v3('t', 'r', 't', array_fill(1::real, array[64])::vector)"),
         ("PM008", "select prism_memory.recall_v3('t', 'r', 't', array_fill(1::real, array[64])::vector, E' \\t')"),

@@ -126,7 +126,7 @@ async def test_a_concurrent_remember_holding_the_thread_lock_cannot_fail_a_forge
     reaches its deletes; the delete waits for it, then keeps that id and deletes the rest."""
     async def hold_a_rewrite(ids):
         await other.execute(
-            f"select written from {TEST_CONFIG.schema}.remember_v2('acme', 'a_b', 't1', array['b'], "
+            f"select written from {TEST_CONFIG.schema}.remember_v3('acme', 'a_b', 't1', array['b'], "
             "array['fact b, written again'], array[%s::vector])", (str(list(vector)),))
         asyncio.get_running_loop().create_task(commit_later())
 

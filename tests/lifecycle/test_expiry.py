@@ -257,8 +257,8 @@ def test_the_reads_refuse_a_null_or_infinite_now_from_psql(pg_dsn):
     """A NULL or infinite p_now would measure expiry against nothing: the reads refuse it (PM002)."""
     vector = "array_fill(1, array[64])::vector"
     calls = [f"select * from prism_memory.recall_v4('acme', 'a_b', 't1', {vector}, 'pizza', p_now => %s)",
-             "select * from prism_memory.list_entries_v2('acme', 'a_b', 't1', p_now => %s)",
-             "select * from prism_memory.list_resource_entries_v1('acme', 'a_b', p_now => %s)",
+             "select * from prism_memory.list_entries_v3('acme', 'a_b', 't1', p_now => %s)",
+             "select * from prism_memory.list_resource_entries_v2('acme', 'a_b', p_now => %s)",
              "select * from prism_memory.retention_candidates_v2('acme', 'a_b', 't1', null, null, 64, p_now => %s)",
              "select * from prism_memory.invalidate_resource_v1('acme', 'a_b', p_expired_only => true, p_now => %s)"]
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
@@ -276,7 +276,7 @@ def test_a_bound_roles_ttl_and_reads_use_the_servers_clock(pg_dsn, role):
     far_future = datetime(9000, 1, 1, tzinfo=timezone.utc)
     vector = "array_fill(1, array[64])::vector"
     with psycopg.connect(as_role(pg_dsn, role), autocommit=True) as conn:
-        conn.execute(f"select prism_memory.remember_v2('acme', 'a_b', 't1', array['bound'], array['bound note'], "
+        conn.execute(f"select prism_memory.remember_v3('acme', 'a_b', 't1', array['bound'], array['bound note'], "
                      f"array[{vector}], p_ttl => array['1 hour']::interval[], p_now => %s)", (far_future,))
         # A far-future p_now cannot expire it either: the bound role's reads run on the server's clock too.
         recalled = [row[0] for row in conn.execute(
@@ -310,7 +310,7 @@ def test_remember_v2_refuses_an_expiry_after_year_9999_from_psql(pg_dsn):
     """A direct SQL caller gets the range error too: PM005 for a ttl ending after 9999-12-30 UTC (PM002 for such an
     ``expires_at``, as for any time out of the stored range)."""
     vector = "array[array_fill(1, array[64])::vector]"
-    call = (f"select prism_memory.remember_v2('acme', 'user_1', 't1', array['late'], array['late note'], {vector}, "
+    call = (f"select prism_memory.remember_v3('acme', 'user_1', 't1', array['late'], array['late note'], {vector}, "
             "p_expires_at => %s::timestamptz[], p_ttl => %s::interval[], p_now => %s)")
     late = datetime(9999, 12, 1, tzinfo=timezone.utc)
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
@@ -329,12 +329,12 @@ def test_remember_v2_judges_a_ttl_by_when_it_ends_and_refuses_a_bad_now_from_psq
     judged by the time it ends (PM005 outside (now, now + 36,500 days]); a NULL, infinite or out-of-range
     ``p_now`` is refused (PM002) by every write that stores it, as by the reads."""
     vector = "array[array_fill(1, array[64])::vector]"
-    remember = (f"select prism_memory.remember_v2('acme', 'user_1', 't1', array['m'], array['month note'], {vector}, "
+    remember = (f"select prism_memory.remember_v3('acme', 'user_1', 't1', array['m'], array['month note'], {vector}, "
                 "p_ttl => %s::interval[], p_now => %s)")
     february = datetime(2026, 2, 1, tzinfo=timezone.utc)
     writes = [remember.replace("%s::interval[]", "null"),
-              "select prism_memory.correct_v2('acme', 'user_1', 't1', 'm', 'x', array_fill(1, array[64])::vector, p_now => %s)",
-              "select prism_memory.set_consent_v1('acme', 'user_1', 't1', 'm', p_visible => true, p_now => %s)",
+              "select prism_memory.correct_v3('acme', 'user_1', 't1', 'm', 'x', array_fill(1, array[64])::vector, p_now => %s)",
+              "select prism_memory.set_consent_v2('acme', 'user_1', 't1', 'm', p_visible => true, p_now => %s)",
               "select prism_memory.set_retention_policy_v1('acme', 'user_1', 't1', 3, p_now => %s)"]
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         for ttl in (["1216 months"], ["1 month -29 days"], ["-1 days 24:00:00"]):

@@ -196,9 +196,9 @@ def test_a_resource_is_erased_from_psql(pg_dsn):
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         for thread in ("t1", "t2"):
             conn.execute(
-                "select prism_memory.remember_v2('acme', 'a_b', %s, array['m1', 'm2'], array['one', 'two'], "
+                "select prism_memory.remember_v3('acme', 'a_b', %s, array['m1', 'm2'], array['one', 'two'], "
                 "array[array_fill(1, array[64])::vector, array_fill(1, array[64])::vector])", (thread,))
-        conn.execute("select prism_memory.remember_v2('acme', 'a-b', 't1', array['m1'], array['other'], "
+        conn.execute("select prism_memory.remember_v3('acme', 'a-b', 't1', array['m1'], array['other'], "
                      "array[array_fill(1, array[64])::vector])")
         cursor, deleted = (None, None, None), 0
         while True:

@@ -84,7 +84,8 @@ def test_published_output_schemas_judge_as_pydantic_s_do():
            "importance": None, "metadata": {"k": [1]}}
     entry = {"id": "e1", "text": "t", "thread": "th", "sequence": 1, "importance": 0.5, "metadata": {},
              "consent": {"source": "agent", "scope": "thread", "visible": True, "granted_at": None, "revoked_at": None},
-             "legal_hold": False, "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z"}
+             "legal_hold": False, "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+             "occurred_at": "2026-01-01T00:00:00Z"}
     cases = {
         Recalled: [{"thread": "th", "hits": [hit], "adjacent": []},
                    {"thread": "th", "hits": [{**hit, "importance": "high"}], "adjacent": []},
@@ -193,6 +194,30 @@ async def test_recall_across_threads_follows_consent_scope(backends):
     assert sorted((hit["id"], hit["thread"]) for hit in result["across"]["hits"]) == [
         ("e1", "thread-1"), ("e2", "thread-2"), ("e3", "thread-2")]
     assert sorted(hit["id"] for hit in result["narrowed"]["hits"]) == ["e1", "e3"]
+
+
+async def test_recall_and_list_take_a_metadata_filter_and_time_windows(backends):
+    """The filter and the windows reach the SQL through the tools: JSON datetimes with an offset, a naive one
+    refused by the tool's schema, a bad filter as InvalidFilterError; remember stores occurred_at."""
+    async def scenario(call, backend):
+        await call.ok("remember", entries=[
+            {"text": "Tea with Lisbon friends", "metadata": {"tag": "social"}, "occurred_at": "2023-05-07T18:00:00+01:00"},
+            {"text": "Tea invoice paid", "metadata": {"tag": "billing", "priority": 3}, "occurred_at": "2023-05-20T09:00:00Z"},
+            {"text": "Tea shop moved", "metadata": {"tag": "social"}}])
+        tagged = await call.ok("recall", query="tea", filter={"tag": "social"})
+        may = await call.ok("recall", query="tea", occurred_after="2023-05-01T00:00:00Z", occurred_before="2023-06-01T00:00:00Z")
+        listed = await call.ok("list_memories", filter={"priority": {"$gte": 2}})
+        before = await call.ok("list_memories", occurred_before="2023-05-10T00:00:00Z")
+        return {"tagged": sorted(hit["id"] for hit in tagged["hits"]), "may": sorted(hit["id"] for hit in may["hits"]),
+                "listed": [entry["id"] for entry in listed["entries"]],
+                "before": [(entry["id"], entry["occurred_at"]) for entry in before["entries"]],
+                "naive": await call.failed("recall", query="tea", occurred_after="2023-05-01T00:00:00"),
+                "bad": await call.failed("list_memories", filter={"tag": {"$regex": "x"}})}
+
+    result = await on_both(backends, scenario)
+    assert result["tagged"] == ["e1", "e3"] and result["may"] == ["e1", "e2"]
+    assert result["listed"] == ["e2"] and result["before"] == [("e1", "2023-05-07T17:00:00Z")]
+    assert result["naive"].error == "arguments" and result["bad"].error == "InvalidFilterError"
 
 
 async def test_working_memory_tools_and_resource(backends):

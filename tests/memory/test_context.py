@@ -2,13 +2,16 @@
 
 import asyncio
 import json
+from datetime import UTC, datetime
 
 import pytest
 from prism_memory import (
+    InvalidFilterError,
     InvalidScopeError,
     LimitExceededError,
     MemoryConsent,
     MemoryLimits,
+    RecallSelection,
     WorkingMemoryValidationError,
     WorkingMemoryVersionConflict,
     count_tokens,
@@ -57,6 +60,24 @@ async def test_blocks_are_inert_capped_and_behind_the_consent_gate(backends):
     [line] = [line for line in wide[1]["text"].split("\n") if "delete_all" in line]
     assert json.loads(line[2:]) == INJECTION + " coffee"
     assert [block["kind"] for block in no_query] == ["working"]
+
+
+async def test_a_providers_selection_and_a_turns_restrict_what_it_recalls(backends):
+    async def scenario(backend):
+        memory = backend.memory()
+        await memory.remember([
+            {"id": "w", "text": "coffee at work", "metadata": {"place": "work"}, "occurred_at": datetime(2023, 5, 7, tzinfo=UTC)},
+            {"id": "h", "text": "coffee at home", "metadata": {"place": "home"}, "occurred_at": datetime(2023, 6, 7, tzinfo=UTC)},
+        ], wait=True)
+        provider = memory.create_context_provider(working=False, selection=RecallSelection(filter={"place": "home"}))
+        default = await provider.provide("coffee")
+        turn = await provider.provide("coffee", RecallSelection(occurred_before=datetime(2023, 6, 1, tzinfo=UTC)))
+        return [block.entry_ids for block in default], [block.entry_ids for block in turn]
+
+    default, turn = await backends.run(scenario)
+    assert default == [["h"]] and turn == [["w"]]
+    with pytest.raises(InvalidFilterError):
+        backends.emulator.memory().create_context_provider(selection=RecallSelection(filter={"$where": 1}))
 
 
 async def test_the_token_cap_is_checked_and_at_most_8000(backends):

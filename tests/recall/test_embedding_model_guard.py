@@ -19,6 +19,7 @@ from prism_memory import (
     create_postgres_memory_stores,
 )
 from prism_memory.embedding import HASH_FEATURE_RULE
+from prism_memory.scoring import LEXICAL_WEIGHT
 from prism_memory.types import EntryRecord
 
 from conftest import TEST_DIMENSIONS
@@ -133,7 +134,7 @@ async def test_rebuild_index_with_the_new_embedder_switches_the_thread(backends,
     assert pages == 2
     assert after == ["ok", "EmbeddingModelMismatchError", "EmbeddingModelMismatchError"]
     # Re-embedded with the new model: the same text scores a cosine of 1 under it.
-    assert hits[0][0] == "m2" and hits[0][1] == pytest.approx(1.25)
+    assert hits[0][0] == "m2" and hits[0][1] == pytest.approx(1 + LEXICAL_WEIGHT)
     assert recorded(pg_dsn) == [("t1", "user-ada", "thread-1", "other-model", TEST_DIMENSIONS)]
 
 
@@ -271,7 +272,7 @@ def test_the_sql_guard_refuses_a_blank_model_id_and_bad_threads(pg_dsn):
     with psycopg.connect(pg_dsn) as conn:
         vector = "[" + ",".join(["1"] * TEST_DIMENSIONS) + "]"
         conn.execute("select prism_memory.use_embedding_model_v1('t1', array['r'], array['held'], 'm', %s)", (TEST_DIMENSIONS,))
-        conn.execute("select prism_memory.remember_v2('t1', 'r', 'held', array['e1'], array['x'], array[%s::vector], "
+        conn.execute("select prism_memory.remember_v3('t1', 'r', 'held', array['e1'], array['x'], array[%s::vector], "
                      "array['{}'::jsonb])", (vector,))
         conn.commit()
         for arguments, state in (

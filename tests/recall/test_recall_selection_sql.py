@@ -37,7 +37,7 @@ async def written(pg_dsn):
     for tenant in ("acme", "acme-corp"):
         for n, (text, embedding) in enumerate(zip(texts, embeddings)):
             conn.execute(
-                "select prism_memory.remember_v2(%s, 'user_1', 'main', array[%s], array[%s], array[%s::vector], "
+                "select prism_memory.remember_v3(%s, 'user_1', 'main', array[%s], array[%s], array[%s::vector], "
                 "p_now => %s)",
                 (tenant, f"{tenant}-{n}", text, np.asarray(embedding, dtype=np.float32), START + timedelta(days=n)))
     [query] = await embedder.embed(["tea garden"])

@@ -104,7 +104,7 @@ async def test_equal_ids_and_sequences_in_two_threads_are_two_hits(backends):
 
     hits, removed = await backends.run(scenario)
     assert hits == [["t1", "m1"], ["t2", "m1"]]
-    assert removed == {"scope": 0, "hold": 0, "consent": 0, "invalidation": 0, "expiry": 0}
+    assert removed == {"scope": 0, "hold": 0, "consent": 0, "invalidation": 0, "expiry": 0, "selection": 0}
 
 
 async def test_set_consent_changes_how_far_an_entry_travels_at_the_next_recall(backends):
@@ -156,10 +156,10 @@ async def test_explain_counts_each_gates_removals_across_threads(backends):
 
     thread, across, strict = await backends.run(scenario)
     # Each thread: hidden and revoked (consent), held (hold), derived from the revoked one (invalidation).
-    assert thread == {"scope": 0, "hold": 1, "consent": 2, "invalidation": 1, "expiry": 0}
+    assert thread == {"scope": 0, "hold": 1, "consent": 2, "invalidation": 1, "expiry": 0, "selection": 0}
     # t2 and t3 add their thread-scoped and legacy entries under scope, and their own consent, hold and tombstones.
-    assert across == {"scope": 4, "hold": 3, "consent": 6, "invalidation": 3, "expiry": 0}
-    assert strict == {"scope": 4, "hold": 3, "consent": 7, "invalidation": 3, "expiry": 0}
+    assert across == {"scope": 4, "hold": 3, "consent": 6, "invalidation": 3, "expiry": 0, "selection": 0}
+    assert strict == {"scope": 4, "hold": 3, "consent": 7, "invalidation": 3, "expiry": 0, "selection": 0}
 
 
 async def test_composite_scoring_ranks_across_threads(backends):
@@ -189,7 +189,7 @@ async def test_share_grants_and_across_threads_together_name_each_entry_once(bac
 
     hits, removed = await backends.run(scenario)
     assert hits == [["t2", "p-user"], ["t2", "p-thread"]]  # the grant lets the thread-scoped one in
-    assert removed == {"scope": 0, "hold": 0, "consent": 0, "invalidation": 0, "expiry": 0}
+    assert removed == {"scope": 0, "hold": 0, "consent": 0, "invalidation": 0, "expiry": 0, "selection": 0}
 
 
 async def test_the_context_provider_recalls_across_threads(backends):
@@ -235,7 +235,7 @@ async def test_other_threads_of_another_width_never_take_part(server_dsn):
 
         hits, removed = await pair.run(scenario)
     assert hits == ["n1", "n2"]
-    assert removed == {"scope": 1, "hold": 0, "consent": 0, "invalidation": 0, "expiry": 0}
+    assert removed == {"scope": 1, "hold": 0, "consent": 0, "invalidation": 0, "expiry": 0, "selection": 0}
 
 
 READERS = {

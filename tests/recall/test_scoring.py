@@ -12,6 +12,7 @@ from prism_memory import (
     MemoryConsent,
     RecallScoringOptions,
 )
+from prism_memory.scoring import LEXICAL_WEIGHT
 
 from parity import Clock
 
@@ -56,7 +57,7 @@ async def test_random_weights_and_timestamps_rank_identically_on_both_backends(b
                 continue
             assert 0 <= hit["importance"] <= 1
             recency = 0.0 if hit["recency"] is None else hit["recency"]
-            base = hit["similarity"] + 0.25 * hit["lexical"]
+            base = hit["similarity"] + LEXICAL_WEIGHT * hit["lexical"]
             expected = weights["similarity"] * base + weights["recency"] * recency + weights["importance"] * hit["importance"]
             assert math.isclose(hit["score"], expected, abs_tol=1e-9)
         scores = [hit["score"] for hit in result["hits"]]
@@ -181,7 +182,7 @@ async def test_explain_counts_what_each_gate_removed(backends):
     hits, removed = await backends.run(scenario)
     assert hits == ["ok", "p0"]
     # p2, p3 were never shared: not counted. hold: held; consent: legacy, hidden, source, p1; invalidation: derived
-    assert removed == {"scope": 0, "hold": 1, "consent": 4, "invalidation": 1, "expiry": 0}
+    assert removed == {"scope": 0, "hold": 1, "consent": 4, "invalidation": 1, "expiry": 0, "selection": 0}
 
 
 async def test_importance_from_runs_once_at_write_on_the_redacted_reflection(backends):
@@ -229,7 +230,7 @@ async def test_explain_says_nothing_about_threads_that_shared_nothing(backends):
         result = await reader.recall("coffee", share_from_parent_thread_id="other", explain=True)
         return result.explanation.removed
 
-    assert await backends.run(scenario) == {"scope": 0, "hold": 0, "consent": 0, "invalidation": 0, "expiry": 0}
+    assert await backends.run(scenario) == {"scope": 0, "hold": 0, "consent": 0, "invalidation": 0, "expiry": 0, "selection": 0}
 
 
 async def test_tiny_and_huge_half_lives_agree_on_both_backends(backends):

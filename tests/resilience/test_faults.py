@@ -81,7 +81,7 @@ async def test_a_connection_killed_in_the_middle_of_a_batch_leaves_all_or_nothin
     async def killer(thread: str) -> None:
         with psycopg.connect(pg_dsn, autocommit=True) as admin:
             for _ in range(400):
-                rows = admin.execute("select pid from pg_stat_activity where query like '%%remember_v2(%%' "
+                rows = admin.execute("select pid from pg_stat_activity where query like '%%remember_v3(%%' "
                                      "and pid <> pg_backend_pid() and state = 'active'").fetchall()
                 if rows:
                     killed.append(admin.execute("select pg_terminate_backend(%s::int)", (rows[0][0],)).fetchone()[0])

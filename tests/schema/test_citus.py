@@ -54,17 +54,28 @@ API_CALLS: dict[str, str] = {
                    "p_ttl => array[null, null, '1 day']::interval[])",
     "remember_batch_v2": "remember_batch_v2(%(t)s, array['res-c'], array['th-f'], array['f1'], array['theta'], "
                          "array[%(v)s]::vector[], p_expires_at => array['9999-01-01Z']::timestamptz[])",
+    "remember_v3": "remember_v3(%(t)s, 'res-c', 'th-g', array['g1'], array['iota'], array[%(v)s]::vector[], "
+                   "p_occurred_at => array['2020-05-01Z']::timestamptz[])",
+    "remember_batch_v3": "remember_batch_v3(%(t)s, array['res-c'], array['th-g'], array['g2'], array['kappa'], "
+                         "array[%(v)s]::vector[], p_occurred_at => array['2021-05-01Z']::timestamptz[])",
     "set_retention_policy_v1": "set_retention_policy_v1(%(t)s, 'res-c', 'th-e', 30)",
     "get_retention_policy_v1": "get_retention_policy_v1(%(t)s, 'res-c', 'th-e')",
     "recall_v3": "recall_v3(%(t)s, 'res-c', 'th-c', %(v)s::vector, 'alpha', p_message_range => 1, "
                  "p_across_threads => true, p_recency_weight => 0.2, p_half_life_ms => 1000, p_explain => true)",
+    "recall_v4": "recall_v4(%(t)s, 'res-c', 'th-c', %(v)s::vector, 'alpha', p_message_range => 1, "
+                 "p_across_threads => true, p_explain => true, p_created_after => '2000-01-01Z', "
+                 "p_lexical_weight => 0.5)",
     "share_with_v1": "share_with_v1(%(t)s, 'res-c', 'th-c', 'res-c', 'th-child', array['c1'])",
     "set_consent_v1": "set_consent_v1(%(t)s, 'res-c', 'th-c', 'c2', p_visible => true, p_source => 'user', "
                       "p_scope => 'thread')",
+    "set_consent_v2": "set_consent_v2(%(t)s, 'res-c', 'th-g', 'g1', p_visible => true)",
     "correct_v2": "correct_v2(%(t)s, 'res-c', 'th-c', 'c2', 'gamma corrected', %(v)s::vector)",
+    "correct_v3": "correct_v3(%(t)s, 'res-c', 'th-g', 'g2', 'kappa corrected', %(v)s::vector)",
     "list_entries_v2": "list_entries_v2(%(t)s, 'res-c', 'th-c', p_exportable => true)",
+    "list_entries_v3": "list_entries_v3(%(t)s, 'res-c', 'th-g', p_occurred_before => '2021-01-01Z')",
     "count_entries_v1": "count_entries_v1(%(t)s, 'res-c', 'th-c')",
     "list_resource_entries_v1": "list_resource_entries_v1(%(t)s, 'res-c', 'th-c', 1, 'c1')",
+    "list_resource_entries_v2": "list_resource_entries_v2(%(t)s, 'res-c', p_occurred_after => '2021-01-01Z')",
     "count_resource_entries_v1": "count_resource_entries_v1(%(t)s, 'res-c')",
     "reembed_v1": "reembed_v1(%(t)s, 'res-c', 'th-c', array['c1'], array['alpha beta'], array[%(v)s]::vector[])",
     "use_embedding_model_v1": "use_embedding_model_v1(%(t)s, array['res-c'], array['th-c'], 'model-c', "

@@ -117,7 +117,7 @@ async def test_a_bound_role_reads_and_writes_its_tenant_only(pg_dsn, role):
 def test_a_bound_role_gets_the_servers_clock(pg_dsn, role):
     grant(pg_dsn, role, ["acme"])
     far_future = datetime(9999, 1, 1, tzinfo=timezone.utc)
-    remember = ("select prism_memory.remember_v2('acme', 'user', 'main', array['dated'], array['a dated entry'], "
+    remember = ("select prism_memory.remember_v3('acme', 'user', 'main', array['dated'], array['a dated entry'], "
                 "array[array_fill(1::real, array[%s])::vector], p_now => %s)")
     with psycopg.connect(as_role(pg_dsn, role), autocommit=True) as conn:
         conn.execute(remember, (TEST_DIMENSIONS, far_future))
@@ -217,7 +217,7 @@ async def test_writes_need_read_committed_and_the_stores_always_use_it(pg_dsn):
     stores set READ COMMITTED on their connections whatever the database default is."""
     from prism_memory import ConfigurationError
 
-    remember = ("select prism_memory.remember_v2('acme', 'user', 'main', array['rr'], array['written in RR'], "
+    remember = ("select prism_memory.remember_v3('acme', 'user', 'main', array['rr'], array['written in RR'], "
                 "array[array_fill(1::real, array[%s])::vector])")
     with psycopg.connect(pg_dsn) as conn:
         conn.execute("set transaction isolation level repeatable read")
