@@ -105,7 +105,7 @@ class ConsentOperations(MemoryBase):
         max_bytes: int = EXPORT_LIMITS["max_bytes"][0],
         max_ms: int = EXPORT_LIMITS["max_ms"][0],
         *,
-        filter: Mapping[str, Any] | None = None,
+        filter: dict[str, Any] | None = None,
         occurred_after: datetime | None = None,
         occurred_before: datetime | None = None,
         created_after: datetime | None = None,

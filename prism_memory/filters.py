@@ -33,7 +33,8 @@ from .jsoncodec import json_text, load_json
 #: Deepest nesting: the filter is level 1; each ``$and``/``$or`` element, ``$not`` operand and operator
 #: object sits one level below the object holding it.
 MAX_FILTER_DEPTH = 8
-#: Most conditions in one filter: each operator, scalar shorthand and containment document counts one.
+#: Most conditions in one filter: each operator and scalar shorthand counts one, a containment document the
+#: elements of its arrays (at least one), since a stored array is compared with each of them.
 MAX_FILTER_CONDITIONS = 64
 #: Most elements in one ``$in`` / ``$nin`` array.
 MAX_FILTER_IN = 256
@@ -122,8 +123,8 @@ class _Checker:
     def __init__(self) -> None:
         self.conditions = 0
 
-    def count(self, where: str) -> None:
-        self.conditions += 1
+    def count(self, where: str, weight: int = 1) -> None:
+        self.conditions += weight
         if self.conditions > MAX_FILTER_CONDITIONS:
             raise InvalidFilterError(f"filter: more than {MAX_FILTER_CONDITIONS} conditions (at {where})")
 
@@ -166,7 +167,7 @@ class _Checker:
         else:
             if not _is_scalar(condition):
                 _check_literal(condition, at)
-            self.count(at)
+            self.count(at, max(1, _array_elements(condition)))
 
     @staticmethod
     def operator(operator: str, operand: Any, at: str) -> None:
@@ -187,6 +188,15 @@ class _Checker:
                 raise InvalidFilterError(f"filter: $exists at {at} takes true or false, got {kind}")
         else:
             raise InvalidFilterError(f"filter: unknown operator {_quoted(operator)} at {at}")
+
+
+def _array_elements(document: Any) -> int:
+    """The elements of every array in ``document``, at any depth."""
+    if isinstance(document, list):
+        return len(document) + sum(_array_elements(item) for item in document)
+    if isinstance(document, dict):
+        return sum(_array_elements(item) for item in document.values())
+    return 0
 
 
 def _check_literal(document: Any, at: str) -> None:

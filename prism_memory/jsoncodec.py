@@ -99,7 +99,10 @@ def json_text(value: object, where: str, error: type[Exception]) -> str:
     an object is the caller's rule (:func:`json_document`, or the SQL function).
     """
     _check_json_value(value, where, error, 1)
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except ValueError as exc:  # an integer over Python's digit limit for int-to-text (4,300 digits by default)
+        raise error(f"{where} holds an integer too long to write as JSON") from exc
 
 
 def json_document(value: object, where: str, error: type[Exception] = InvalidEntryError) -> str:

@@ -188,7 +188,7 @@ class Memory(ConsentOperations, ResourceOperations, RetentionOperations):
         scoring: RecallScoringOptions | None = None,
         explain: bool = False,
         across_threads: bool = False,
-        filter: Mapping[str, Any] | None = None,
+        filter: dict[str, Any] | None = None,
         occurred_after: datetime | None = None,
         occurred_before: datetime | None = None,
         created_after: datetime | None = None,

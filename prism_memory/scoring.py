@@ -38,7 +38,8 @@ def check_lexical_weight(weight: object) -> float:
     [0, :data:`MAX_LEXICAL_WEIGHT`], else :class:`InvalidScoringError` (``recall_v4``: PM015)."""
     number = real_number(weight, "lexical_weight", InvalidScoringError)
     if number is None or not 0 <= number <= MAX_LEXICAL_WEIGHT:
-        raise InvalidScoringError(f"lexical_weight must be a finite number within [0, 10], got {weight!r}")
+        # the float, not the value given: repr of an int of thousands of digits raises
+        raise InvalidScoringError(f"lexical_weight must be a finite number within [0, 10], got {number!r}")
     return number
 
 

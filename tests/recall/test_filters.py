@@ -199,6 +199,8 @@ BAD = [
     ("65 conditions in operators", {f"k{i}": {"$gte": 0, "$lte": 9} for i in range(32)} | {"z": 1}),
     ("65 conditions across $or", {"$or": [{f"k{i}": i for i in range(33)}, {f"k{i}": i for i in range(32)}]}),
     ("257 in $in", {"a": {"$in": list(range(257))}}), ("257 in $nin", {"a": {"$nin": [str(i) for i in range(257)]}}),
+    ("65 containment elements", {"a": list(range(65))}),
+    ("65 with nested containment arrays", {"a": [[1, 2], {"b": list(range(30))}], "c": list(range(31))}),
     ("9 segments", {".".join("abcdefghi"): 1}), ("over 16 KiB", sized(MAX_FILTER_BYTES + 1)),
     ("JSON 65 levels deep", {"a": deep_list(64)}),
 ]
@@ -206,6 +208,8 @@ GOOD_AT_THE_CAPS = [
     ("depth 8 (filter)", nest(7, {})), ("depth 8 (operator object)", nest(6, {"a": {"$eq": 1}})),
     ("64 conditions", {f"k{i}": i for i in range(64)}), ("256 in $in", {"a": {"$in": list(range(256))}}),
     ("8 segments", {".".join("abcdefgh"): 1}), ("16 KiB", sized(MAX_FILTER_BYTES)),
+    ("64 containment elements", {"a": list(range(63)), "b": 1}),
+    ("64 with nested containment arrays", {"a": [[1, 2], {"b": list(range(30))}], "c": list(range(30))}),
     ("JSON 64 levels deep", {"a": deep_list(63)}),
     ("containment deep inside the caps", {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": {"i": 1}}}}}}}}}),
 ]

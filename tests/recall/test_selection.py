@@ -5,7 +5,7 @@ cursors; occurred_at is written, kept and exported; the weight is a memory's or 
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from prism_memory import InvalidQueryError, InvalidScoringError, create_memory
+from prism_memory import InvalidFilterError, InvalidQueryError, InvalidScoringError, create_memory
 from prism_memory.export import export_json
 from prism_memory.scoring import LEXICAL_WEIGHT
 
@@ -131,7 +131,8 @@ async def test_the_lexical_weight_is_a_memorys_or_a_calls(backends):
     assert LEXICAL_WEIGHT == 0.75
 
 
-@pytest.mark.parametrize("weight", [-0.1, 10.01, float("nan"), float("inf"), True, "0.5", None])
+@pytest.mark.parametrize("weight", [-0.1, 10.01, float("nan"), float("inf"), True, "0.5", None,
+                                    pytest.param(10**5000, id="an int of 5,001 digits")])
 async def test_a_bad_lexical_weight_is_refused_alike(backends, weight):
     async def scenario(backend):
         memory = backend.memory()
@@ -175,3 +176,10 @@ async def test_a_window_applies_to_the_other_threads_and_to_shared_entries(backe
     across, shared = await backends.run(scenario)
     assert across == sorted(f"o{n}" for n in range(3, 8))
     assert shared == sorted(f"p{n}" for n in range(3, 8))
+
+
+async def test_an_integer_too_long_for_json_in_a_filter_is_a_filter_error(backends):
+    async def scenario(backend):
+        return await backend.memory().recall("tea", filter={"a": 10**5000})
+
+    assert (await backends.run(scenario)).error is InvalidFilterError
