@@ -19,6 +19,10 @@ the model moves the dense leg (the stored text, and so the lexical leg, stays
 ``"Speaker: text"``): ``speaker`` (default) embeds the stored text, ``plain``
 drops the ``"Speaker: "`` prefix, ``window`` puts the previous turn before the
 turn, ``dated`` puts the session's date before it, ``dated-window`` both.
+``--occurred-at session`` writes each turn with its session's date and time as
+its ``occurred_at`` (``prism_memory.locomo.parse_session_date_time``, UTC), so
+recall's lexical leg can match a query's date terms against it; by default
+turns have none (their event time is when the benchmark writes them).
 
 Evidence recall@k of one question = (distinct evidence turns among the top k
 hits) / (distinct evidence turns of the question); the reported value is the
@@ -291,7 +295,7 @@ def compare(pg: dict, mem: dict) -> dict:
 
 
 async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
-    conversations = load_locomo(args.input)[: args.limit]
+    conversations = load_locomo(args.input, occurred_at=args.occurred_at)[: args.limit]
     entries = sum(len(conv.entries) for conv in conversations)
     resolved, stats = resolve_evidence(conversations)
     categories = {(conv.thread_id, index): question.category for conv, index, question in questions_of(conversations)}
@@ -333,6 +337,10 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         str(group): {name: [round(value, 4) for value in tables[name][group][0]] for name in RETRIEVERS}
         for group in tables["postgres"] if group
     }
+    result["recall_at_1_10_by_category"] = {
+        str(group): [round(tables["postgres"][group][0][KS.index(k)], 4) for k in (1, 10)]
+        for group in tables["postgres"] if group
+    }
     if args.sweep:
         sweep = {weight: recall_table(ranking, resolved, categories)[0][0] for weight, ranking in
                  weight_sweep(conversations, embedder).items()}
@@ -353,6 +361,7 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         top_k=TOP_K,
         model_id=model.model_id if model else None,
         embed_text=args.embed_text,
+        occurred_at=args.occurred_at,
         embedder=args.embedder,
     )
     return result
@@ -371,6 +380,8 @@ def main() -> None:
     parser.add_argument("--embed-text", choices=("speaker", "plain", "window", "dated", "dated-window"), default="speaker",
                         help="what the model embeds of a turn: as stored, 'Speaker: text' (default); without the "
                              "speaker; after the previous turn; after the session date; after both")
+    parser.add_argument("--occurred-at", choices=("none", "session"), default="none",
+                        help="each turn's occurred_at: none (default) or its session's date and time (UTC)")
     parser.add_argument("--sweep", action="store_true",
                         help="also rank by similarity + w x lexical for other weights w (an analysis)")
     parser.add_argument("--dsn", help="local postgresql:// URL (default: a throw-away embedded server)")

@@ -12,7 +12,10 @@ one :class:`~prism_memory.types.MemoryEntry` with ``id = dia_id``,
 ``sequence`` = its 1-based position across all sessions (sessions in numeric
 order), ``text = "<speaker>: <text>"`` (plus ``" [shares a photo: <caption>]"``
 when the turn has a ``blip_caption``) and metadata
-``{"speaker", "session", "session_date_time"}``.
+``{"speaker", "session", "session_date_time"}``. With ``occurred_at="session"``
+each turn's ``occurred_at`` is its session's ``session_N_date_time`` (LoCoMo's
+``"1:56 pm on 8 May, 2023"``, read as UTC: :func:`parse_session_date_time`);
+by default turns have none (their event time is when they are written).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +35,12 @@ from .types import MemoryEntry
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _EVIDENCE_SEPARATOR = re.compile(r"[;,\s]+")
+_SESSION_DATE_TIME = re.compile(r"\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([a-z]+),?\s+(\d{4})\s*",
+                                re.IGNORECASE)
+_MONTHS = {name: number for number, name in enumerate(
+    "january february march april may june july august september october november december".split(), start=1)}
+#: Where a turn's ``occurred_at`` comes from: ``"none"`` (it has none) or ``"session"`` (its session's date and time).
+OccurredAt = Literal["none", "session"]
 
 
 class DataFormatError(ValidationError):
@@ -64,10 +74,11 @@ class Conversation:
     questions: list[Question]
 
 
-def load_locomo(path: str | Path) -> list[Conversation]:
+def load_locomo(path: str | Path, *, occurred_at: OccurredAt = "none") -> list[Conversation]:
     """Read a LoCoMo JSON file and return its conversations, in file order.
 
-    ``path``: a JSON list of samples (or a single sample object). Raises
+    ``path``: a JSON list of samples (or a single sample object);
+    ``occurred_at``: see the module docstring. Raises
     ``OSError`` when the file cannot be read and :class:`DataFormatError`
     when it is not JSON or a sample lacks a required field.
     """
@@ -75,10 +86,10 @@ def load_locomo(path: str | Path) -> list[Conversation]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DataFormatError(f"{path}: not valid JSON ({exc})") from exc
-    return parse_locomo(data, str(path))
+    return parse_locomo(data, str(path), occurred_at=occurred_at)
 
 
-def parse_locomo(data: object, source: str = "<data>") -> list[Conversation]:
+def parse_locomo(data: object, source: str = "<data>", *, occurred_at: OccurredAt = "none") -> list[Conversation]:
     """Turn already-parsed LoCoMo JSON (a list of samples, or one sample) into conversations.
 
     Raises :class:`DataFormatError` naming the sample and field at fault.
@@ -86,10 +97,10 @@ def parse_locomo(data: object, source: str = "<data>") -> list[Conversation]:
     samples = [data] if isinstance(data, Mapping) else data
     if not isinstance(samples, list):
         raise DataFormatError(f"{source}: expected a JSON list of LoCoMo samples, got {type(data).__name__}")
-    return [parse_sample(sample, f"{source}[{index}]") for index, sample in enumerate(samples)]
+    return [parse_sample(sample, f"{source}[{index}]", occurred_at=occurred_at) for index, sample in enumerate(samples)]
 
 
-def parse_sample(sample: object, where: str = "sample") -> Conversation:
+def parse_sample(sample: object, where: str = "sample", *, occurred_at: OccurredAt = "none") -> Conversation:
     """One LoCoMo sample to a :class:`Conversation` (see the module docstring for the rule)."""
     sample = _mapping(sample, where)
     thread_id = str(_field(sample, "sample_id", where))
@@ -102,13 +113,19 @@ def parse_sample(sample: object, where: str = "sample") -> Conversation:
         thread_id=thread_id,
         speaker_a=str(conversation.get("speaker_a", "")),
         speaker_b=str(conversation.get("speaker_b", "")),
-        entries=conversation_entries(conversation, f"{where}.conversation"),
+        entries=conversation_entries(conversation, f"{where}.conversation", occurred_at=occurred_at),
         questions=[parse_question(item, f"{where}.qa[{index}]") for index, item in enumerate(qa)],
     )
 
 
-def conversation_entries(conversation: Mapping[str, Any], where: str = "conversation") -> list[MemoryEntry]:
-    """The turns of a LoCoMo ``conversation`` as entries, sessions in numeric order, sequences 1..n."""
+def conversation_entries(conversation: Mapping[str, Any], where: str = "conversation", *,
+                         occurred_at: OccurredAt = "none") -> list[MemoryEntry]:
+    """The turns of a LoCoMo ``conversation`` as entries, sessions in numeric order, sequences 1..n.
+
+    With ``occurred_at="session"`` each turn's event time is its session's date and time
+    (:class:`DataFormatError` for a session without a readable one)."""
+    if occurred_at not in ("none", "session"):
+        raise ValueError(f"occurred_at must be 'none' or 'session', got {occurred_at!r}")
     sessions = sorted(
         (int(match.group(1)), turns)
         for key, turns in conversation.items()
@@ -117,6 +134,8 @@ def conversation_entries(conversation: Mapping[str, Any], where: str = "conversa
     entries: list[MemoryEntry] = []
     for number, turns in sessions:
         date_time = conversation.get(f"session_{number}_date_time")
+        when = (parse_session_date_time(date_time, f"{where}.session_{number}_date_time")
+                if occurred_at == "session" and turns else None)
         for index, turn in enumerate(turns):
             spot = f"{where}.session_{number}[{index}]"
             turn = _mapping(turn, spot)
@@ -125,8 +144,27 @@ def conversation_entries(conversation: Mapping[str, Any], where: str = "conversa
             if turn.get("blip_caption"):
                 text += f" [shares a photo: {turn['blip_caption']}]"
             metadata = {"speaker": speaker, "session": number, "session_date_time": date_time}
-            entries.append(MemoryEntry(str(_field(turn, "dia_id", spot)), text, metadata, len(entries) + 1))
+            entries.append(MemoryEntry(str(_field(turn, "dia_id", spot)), text, metadata, len(entries) + 1,
+                                       occurred_at=when))
     return entries
+
+
+def parse_session_date_time(value: object, where: str = "session_date_time") -> datetime:
+    """A LoCoMo session time (``"1:56 pm on 8 May, 2023"``: 12-hour clock, day, English month name, year) as a
+    timezone-aware ``datetime`` in UTC. :class:`DataFormatError` (naming ``where``) for anything else, a missing
+    value or an impossible date included."""
+    match = _SESSION_DATE_TIME.fullmatch(value) if isinstance(value, str) else None
+    month = _MONTHS.get(match.group(5).lower()) if match else None
+    if match is None or month is None:
+        raise DataFormatError(f"{where}: expected a time like '1:56 pm on 8 May, 2023', got {value!r}")
+    hour, minute = int(match.group(1)), int(match.group(2))
+    if not 1 <= hour <= 12:
+        raise DataFormatError(f"{where}: hour {hour} is not on a 12-hour clock in {value!r}")
+    hour = hour % 12 + (12 if match.group(3).lower() == "p" else 0)
+    try:
+        return datetime(int(match.group(6)), month, int(match.group(4)), hour, minute, tzinfo=timezone.utc)
+    except ValueError as exc:
+        raise DataFormatError(f"{where}: {exc} in {value!r}") from exc
 
 
 def parse_question(item: object, where: str = "qa item") -> Question:
@@ -223,6 +261,7 @@ def _field(mapping: Mapping[str, Any], key: str, where: str) -> Any:
 __all__ = [
     "Conversation",
     "DataFormatError",
+    "OccurredAt",
     "Question",
     "conversation_entries",
     "detect_format",
@@ -231,4 +270,5 @@ __all__ = [
     "parse_locomo",
     "parse_question",
     "parse_sample",
+    "parse_session_date_time",
 ]

@@ -8,7 +8,9 @@
   whose scores differ by less than that may swap places;
 * lexical uses :func:`prism_memory.lexical.lexical_terms` for entries and
   :func:`prism_memory.lexical.query_terms` for queries, the mirrors of
-  ``lexical_terms_v2`` and ``query_terms_v2``;
+  ``lexical_terms_v2`` and ``query_terms_v2``, and the query's date terms
+  against the entry's event date (:mod:`prism_memory.lexical_dates`, the mirror
+  of ``query_date_terms_v1`` and ``lexical_score_v2``);
 * ties break on sequence, then id in code-point order (``collate "C"``), then thread and resource.
 
 The steps of :meth:`RecallOperations.recall`, beside ``recall_v4.sql``:
@@ -27,7 +29,7 @@ step                                  recall_v4
                                       outside ``v_foreign``; the granted ids); ``_admitted`` adds consent and
                                       hold (``is_injectable_v1``), tombstones, expiry (``is_live_v2``) and
                                       the selection (``selects_v1``)
-``_recall_candidates``                the three legs (the thread: ``recall_bounds_v2``, ``recall_rescore_v1``
+``_recall_candidates``                the three legs (the thread: ``recall_bounds_v2``, ``recall_rescore_v2``
                                       less its tombstones; the other threads: ``recall_top_v2``; the grants),
                                       scored ``similarity + p_lexical_weight * lexical``, and the ``candidates`` CTE's
                                       best ``v_keep`` (top_k, or top_k x 4 with scoring)
@@ -57,6 +59,7 @@ from ..embedding import embedding_values
 from ..errors import EmbeddingModelMismatchError, InvalidQueryError, PayloadTooLargeError
 from ..explain import explain_hits
 from ..lexical import query_terms
+from ..lexical_dates import held_terms, query_date_terms
 from ..scoring import CANDIDATE_FACTOR, LEXICAL_WEIGHT, check_lexical_weight, importance_used, recency, scoring_weights
 from ..selection import check_selection, selects
 from ..types import (
@@ -251,8 +254,10 @@ class RecallOperations(EmulatorState):
     def _recall_candidates(self, reach: _Reach, query: np.ndarray, query_text: str, keep: int,
                            lexical_weight: float) -> list[_Candidate]:
         """Every admitted entry of the threads ``reach`` reads, scored exactly (similarity + lexical_weight * lexical, lexical
-        the share of the query's terms the entry holds), in recall_v4's order: the best ``keep``."""
+        the share of the query's terms the entry holds in its text or its event date), in recall_v4's order: the best
+        ``keep``."""
         terms = set(query_terms(query_text))
+        dates = query_date_terms(sorted(terms))
         query_norm_squared = norm_squared(query)
         query_double = query.astype(np.float64)
         scored = []
@@ -261,7 +266,8 @@ class RecallOperations(EmulatorState):
                 if not self._admitted(reach, where, row):
                     continue
                 similarity = cosine_similarity(row.embedding, row.norm_squared, query_double, query_norm_squared)
-                lexical = len(terms & row.terms) / len(terms) if terms else 0.0
+                event_at = row.created_at if row.occurred_at is None else row.occurred_at
+                lexical = len(terms & held_terms(row.terms, event_at, dates)) / len(terms) if terms else 0.0
                 scored.append(_Candidate(where, row, similarity, lexical, similarity + lexical_weight * lexical))
         scored.sort(key=lambda candidate: _rank_key(candidate.base, candidate.where, candidate.row))
         return scored[:keep]

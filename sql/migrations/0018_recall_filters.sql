@@ -35,6 +35,19 @@
 -- release before; remember_v2, remember_batch_v2, list_entries_v2,
 -- list_resource_entries_v1, set_consent_v1 and correct_v2 answer through
 -- their successors.
+--
+-- The lexical leg sees an entry's event date, at query time (no table is
+-- rewritten): query_date_terms_v1(p_terms text[]) says which of a query's
+-- terms name a month, weekday, year or day of the month (as tokenizer v2
+-- stems them), event_date_parts_v1 gives those parts of an event date
+-- (occurred_at, else created_at, in UTC), event_date_terms_v1 the date terms
+-- an event date has, held_terms_v1 adds them to an entry's text_tsv, and
+-- lexical_score_v2 scores over them, each term counted once. recall_v4 scores every leg with it (the
+-- thread's through recall_rescore_v2, which replaces recall_rescore_v1 there;
+-- recall_v3 keeps v1), and its exact first passes (recall_bounds_v2,
+-- recall_travellers_probe_v2) give a row the + p_lexical_weight bound when its
+-- event date has a part a date term names. A query without date terms scores
+-- as before.
 
 {{pin_search_path}}
 
@@ -408,6 +421,111 @@ end;
 $$;
 -- end of functions/remember_batch_v2.sql
 
+-- file functions/query_date_terms_v1.sql
+-- What each of a query's terms (p_terms, as query_terms_v2 gives them) that
+-- names a part of a date denotes, one row per such term in the order of
+-- p_terms (none for NULL):
+--   part 'month',   value 1-12: an English month name or jan ... dec, sept,
+--                   as tokenizer v2 stems them (january gives januari, may
+--                   gives mai: the modal verb "may" names May too);
+--   part 'weekday', value 1-7 (ISO, Monday 1): a weekday's name, or mon, tue,
+--                   tues, thu, thur, thurs (not wed, fri, sat or sun: the
+--                   stems of wedding, fried, sat and sun);
+--   part 'year',    value 1000-9999: four digits;
+--   part 'day',     value 1-31 (of the month): one or two digits (7, 07) or
+--                   an ordinal (7th, 21st).
+-- recall_v4 matches them against an entry's event date (event_date_parts_v1,
+-- held_terms_v1). prism_memory/lexical_dates.py mirrors it (query_date_terms).
+create or replace function {{schema}}.query_date_terms_v1(p_terms text[])
+returns table (term text, part text, value integer)
+language sql immutable parallel safe
+set search_path from current
+as $$
+  select t.term,
+         coalesce(n.part, case when t.term ~ '^[1-9][0-9]{3}$' then 'year' else 'day' end),
+         coalesce(n.value, substring(t.term from '^[0-9]+')::integer)
+  from unnest(p_terms) with ordinality as t(term, position)
+  left join (values ('januari', 'month', 1), ('jan', 'month', 1), ('februari', 'month', 2), ('feb', 'month', 2),
+                    ('march', 'month', 3), ('mar', 'month', 3), ('april', 'month', 4), ('apr', 'month', 4),
+                    ('mai', 'month', 5), ('june', 'month', 6), ('jun', 'month', 6), ('juli', 'month', 7),
+                    ('jul', 'month', 7), ('august', 'month', 8), ('aug', 'month', 8), ('septemb', 'month', 9),
+                    ('sep', 'month', 9), ('sept', 'month', 9), ('octob', 'month', 10), ('oct', 'month', 10),
+                    ('novemb', 'month', 11), ('nov', 'month', 11), ('decemb', 'month', 12), ('dec', 'month', 12),
+                    ('mondai', 'weekday', 1), ('mon', 'weekday', 1), ('tuesdai', 'weekday', 2),
+                    ('tue', 'weekday', 2), ('wednesdai', 'weekday', 3), ('thursdai', 'weekday', 4),
+                    ('thu', 'weekday', 4), ('thur', 'weekday', 4), ('fridai', 'weekday', 5),
+                    ('saturdai', 'weekday', 6), ('sundai', 'weekday', 7)) as n(term, part, value)
+    on n.term = t.term
+  where n.term is not null
+     or t.term ~ '^[1-9][0-9]{3}$'
+     or t.term ~ '^(0?[1-9]|[12][0-9]|3[01])(st|nd|rd|th)?$'
+  order by t.position
+$$;
+-- end of functions/query_date_terms_v1.sql
+
+-- file functions/event_date_parts_v1.sql
+-- The parts of an entry's event date (p_event_at: its occurred_at, else its
+-- created_at) a query's date terms can name, the date taken in UTC, as keys
+-- 'part:value' of query_date_terms_v1's parts: its month, ISO weekday, year
+-- and day of the month ('{month:5,weekday:7,year:2023,day:7}' for any time of
+-- 2023-05-07 UTC). Its elements are NULL for NULL.
+create or replace function {{schema}}.event_date_parts_v1(p_event_at timestamptz)
+returns text[]
+language sql immutable parallel safe
+return array['month:' || extract(month from p_event_at at time zone 'UTC')::integer,
+             'weekday:' || extract(isodow from p_event_at at time zone 'UTC')::integer,
+             'year:' || extract(year from p_event_at at time zone 'UTC')::integer,
+             'day:' || extract(day from p_event_at at time zone 'UTC')::integer];
+-- end of functions/event_date_parts_v1.sql
+
+-- file functions/event_date_terms_v1.sql
+-- The date terms of a query (p_date_terms, each denoting the part p_date_keys
+-- names at the same position: query_date_terms_v1's part and value as
+-- event_date_parts_v1 writes them, 'month:5') that name a part of the event
+-- date p_event_at, in no order; empty for a NULL p_event_at.
+create or replace function {{schema}}.event_date_terms_v1(
+  p_event_at timestamptz, p_date_terms text[], p_date_keys text[])
+returns text[]
+language sql immutable parallel safe
+return array(select d.term
+             from unnest({{schema}}.event_date_parts_v1(p_event_at)) as k(key)
+             join unnest(p_date_terms, p_date_keys) as d(term, key) on d.key = k.key);
+-- end of functions/event_date_terms_v1.sql
+
+-- file functions/held_terms_v1.sql
+-- The terms an entry holds for a query: those of its text (p_text_tsv) and
+-- the query's date terms that name a part of its event date p_event_at
+-- (event_date_terms_v1 over p_date_terms and p_date_keys). A term held both
+-- ways is one lexeme. Without date terms (an empty or NULL p_date_terms),
+-- p_text_tsv as it is. One expression, inlined into the queries that use it.
+create or replace function {{schema}}.held_terms_v1(
+  p_text_tsv tsvector, p_event_at timestamptz, p_date_terms text[], p_date_keys text[])
+returns tsvector
+language sql immutable parallel safe
+return case when coalesce(cardinality(p_date_terms), 0) = 0 then p_text_tsv
+            else p_text_tsv || array_to_tsvector({{schema}}.event_date_terms_v1(p_event_at, p_date_terms, p_date_keys))
+       end;
+-- end of functions/held_terms_v1.sql
+
+-- file functions/lexical_score_v2.sql
+-- The lexical leg of recall_v4's score: the share of the query's distinct
+-- terms (p_terms, with p_any_term their OR) that the entry holds
+-- (held_terms_v1: in its text_tsv, p_text_tsv, or, for a date term of
+-- p_date_terms and p_date_keys, in its event date p_event_at), each term
+-- counted once; 0 when the query has no terms. Without date terms it is
+-- lexical_score_v1, inlined: one expression, inlined into recall.
+create or replace function {{schema}}.lexical_score_v2(
+  p_text_tsv tsvector, p_event_at timestamptz, p_terms text[], p_any_term tsquery,
+  p_date_terms text[], p_date_keys text[])
+returns double precision
+language sql immutable parallel safe
+return case when coalesce(cardinality(p_date_terms), 0) = 0
+            then {{schema}}.lexical_score_v1(p_text_tsv, p_terms, p_any_term)
+            else {{schema}}.lexical_score_v1(
+                   {{schema}}.held_terms_v1(p_text_tsv, p_event_at, p_date_terms, p_date_keys), p_terms, p_any_term)
+       end;
+-- end of functions/lexical_score_v2.sql
+
 -- file functions/selects_v1.sql
 -- Whether an entry is one a read's selection keeps (selection_v1, from
 -- recall_selection_v1): its metadata satisfies the filter's jsonpath, and its
@@ -474,15 +592,19 @@ $$;
 -- highest, injectable (is_injectable_v1 under p_require_consent), live at
 -- p_now (is_live_v2 under p_cutoff) and kept by p_selection (selects_v1);
 -- each row as its ctid (same snapshot as the caller, a stable function) and
---   upper = similarity + p_lexical_weight when its tsvector holds a term of p_any_term, else similarity
--- (lexical <= 1, so no row's exact score exceeds it). Tombstones are not read
+--   upper = similarity + p_lexical_weight when the row holds a query term, else similarity
+-- (lexical <= 1, so no row's exact score exceeds it): its tsvector holds a
+-- term of p_any_term, or its event date (occurred_at, else created_at) has a
+-- part p_date_keys names (the query's date terms: event_date_parts_v1; an
+-- empty p_date_keys, a query without date terms, costs one test per row that
+-- holds no term). Tombstones are not read
 -- here. One single-table statement on the tenant's predicate, which Citus
 -- plans on its fast path (for the shard directly, never printed back to text);
 -- plain PostgreSQL runs it from its plan cache.
 create or replace function {{schema}}.recall_bounds_v2(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_query_embedding vector, p_any_term tsquery,
   p_require_consent boolean, p_cutoff timestamptz, p_now timestamptz, p_limit integer,
-  p_selection {{schema}}.selection_v1, p_lexical_weight double precision)
+  p_selection {{schema}}.selection_v1, p_lexical_weight double precision, p_date_keys text[])
 returns table (row_id tid, upper double precision)
 language plpgsql stable
 set search_path from current
@@ -493,7 +615,10 @@ begin
     -- are two columns wide.
     select e.ctid,
            (1::float8 - (e.embedding <=> p_query_embedding))
-           + case when e.text_tsv @@ p_any_term then p_lexical_weight else 0::float8 end as upper
+           + case when e.text_tsv @@ p_any_term
+                    or (p_date_keys <> '{}'
+                        and p_date_keys && event_date_parts_v1(coalesce(e.occurred_at, e.created_at)))
+                  then p_lexical_weight else 0::float8 end as upper
     from {{entries}} e
     where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
       and is_injectable_v1(e.consent_visible, e.consent_revoked_at, e.legal_hold, e.consent_source,
@@ -505,6 +630,40 @@ begin
 end;
 $$;
 -- end of functions/recall_bounds_v2.sql
+
+-- file functions/recall_rescore_v2.sql
+-- recall_v4's exact scores of rows its first pass kept (p_row_ids: ctids of
+-- the tenant's entries in the thread, read in the caller's snapshot):
+--   similarity = 1 - cosine distance, lexical = lexical_score_v2 over p_terms,
+--   its date terms p_date_terms and p_date_keys matched against the entry's
+--   event date (occurred_at, else created_at)
+-- Rows of other scopes (none, from recall_bounds_v2) are left out;
+-- tombstones are the caller's to apply. A single-table statement on the
+-- tenant's predicate (see recall_bounds_v2), read by a TID scan only: a
+-- generic plan otherwise took a bitmap scan of the thread and compared every
+-- row with every ctid given.
+create or replace function {{schema}}.recall_rescore_v2(
+  p_tenant_id text, p_resource_id text, p_thread_id text, p_row_ids tid[], p_query_embedding vector,
+  p_terms text[], p_any_term tsquery, p_date_terms text[], p_date_keys text[])
+returns table (row_id tid, id text, sequence bigint, importance double precision, created_at timestamptz,
+               similarity double precision, lexical double precision)
+language plpgsql stable
+set search_path from current
+set enable_seqscan = off
+set enable_bitmapscan = off
+as $$
+begin
+  return query
+    select e.ctid, e.id, e.sequence, e.importance, e.created_at,
+           1::float8 - (e.embedding <=> p_query_embedding),
+           lexical_score_v2(e.text_tsv, coalesce(e.occurred_at, e.created_at), p_terms, p_any_term,
+                            p_date_terms, p_date_keys)
+    from {{entries}} e
+    where e.tenant_id = p_tenant_id and e.ctid = any(p_row_ids)
+      and e.resource_id = p_resource_id and e.thread_id = p_thread_id;
+end;
+$$;
+-- end of functions/recall_rescore_v2.sql
 
 -- file functions/recall_top_v2.sql
 -- The best p_keep of recall_v4's probed rows (p_probes: rows of p_resource_id
@@ -553,10 +712,12 @@ $$;
 -- (leaves_thread_v1), of the query's width, outside the threads of p_foreign,
 -- injectable (under p_require_consent), live under p_resource_cutoff (the
 -- resource's own policy; recall_top_v2 applies each thread's) and kept by
--- p_selection (selects_v1), as probes.
+-- p_selection (selects_v1), as probes. A probe's text_tsv is the terms the
+-- row holds for the query (held_terms_v1: its text's, and the query's date
+-- terms p_date_terms, p_date_keys, that name a part of its event date).
 -- p_exact: as the thread's own are read (recall_bounds_v1), one narrow pass
--- bounds each row's score (similarity, plus p_lexical_weight when it holds a term of
--- p_any_term), then the p_limit best bounds (every row when NULL) are read
+-- bounds each row's score (similarity, plus p_lexical_weight when its text holds a term of
+-- p_any_term or its event date a part p_date_keys names), then the p_limit best bounds (every row when NULL) are read
 -- again; floor is the lowest bound among them (the highest a row left out
 -- could have). Otherwise the p_limit nearest are read through the travellers'
 -- partial HNSW index (pinned installs of at most 2,000 dimensions, whose width
@@ -566,7 +727,8 @@ $$;
 create or replace function {{schema}}.recall_travellers_probe_v2(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_query_embedding vector, p_any_term tsquery,
   p_require_consent boolean, p_foreign text[], p_resource_cutoff timestamptz, p_now timestamptz, p_limit integer,
-  p_exact boolean, p_selection {{schema}}.selection_v1, p_lexical_weight double precision, out probes {{schema}}.recall_probe_v1[], out probed bigint, out floor double precision)
+  p_exact boolean, p_selection {{schema}}.selection_v1, p_lexical_weight double precision,
+  p_date_terms text[], p_date_keys text[], out probes {{schema}}.recall_probe_v1[], out probed bigint, out floor double precision)
 language plpgsql stable
 set search_path from current
 as $$
@@ -579,7 +741,10 @@ begin
       with bounds as materialized (
         select e.ctid as row_id,
                (1::float8 - (e.embedding <=> p_query_embedding))
-               + case when e.text_tsv @@ p_any_term then p_lexical_weight else 0::float8 end as upper
+               + case when e.text_tsv @@ p_any_term
+                        or (p_date_keys <> '{}'
+                            and p_date_keys && event_date_parts_v1(coalesce(e.occurred_at, e.created_at)))
+                      then p_lexical_weight else 0::float8 end as upper
         from {{entries}} e
         where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id <> p_thread_id
           and leaves_thread_v1(e.consent_scope) and vector_dims(e.embedding) = v_width
@@ -593,7 +758,9 @@ begin
         limit p_limit
       )
       select array(select row(e.ctid, p_resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,
-                              1::float8 - (e.embedding <=> p_query_embedding), e.text_tsv,
+                              1::float8 - (e.embedding <=> p_query_embedding),
+                              held_terms_v1(e.text_tsv, coalesce(e.occurred_at, e.created_at), p_date_terms,
+                                            p_date_keys),
                               e.expires_at, e.sources_created_at, e.sources_expire_at)::{{schema}}.recall_probe_v1
                    from bounds b
                    join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = b.row_id) as probes,
@@ -612,7 +779,8 @@ begin
           || '::{{schema}}.recall_probe_v1), ''{}''),'
           || ' count(*), min(p.similarity) + $11'
           || ' from (select e.ctid as row_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,'
-          || ' e.expires_at, e.sources_created_at, e.sources_expire_at, e.text_tsv,'
+          || ' e.expires_at, e.sources_created_at, e.sources_expire_at,'
+          || ' {{schema}}.held_terms_v1(e.text_tsv, coalesce(e.occurred_at, e.created_at), $12, $13) as text_tsv,'
           || ' 1::float8 - (e.embedding <=> $4) as similarity'
           || ' from {{entries}} e'
           || ' where e.tenant_id = $1 and e.resource_id = $2 and e.thread_id <> $3 and e.thread_id <> all ($9)'
@@ -624,7 +792,7 @@ begin
           || ' order by e.embedding <=> $4 limit $8) as p'
     into probes, probed, floor
     using p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, p_require_consent, p_resource_cutoff,
-          p_now, p_limit, p_foreign, p_selection, p_lexical_weight;
+          p_now, p_limit, p_foreign, p_selection, p_lexical_weight, p_date_terms, p_date_keys;
   perform set_config('enable_indexscan', 'off', true);  -- as recall_v4 runs
 end;
 $$;
@@ -635,7 +803,8 @@ $$;
 -- order) among the travellers of p_resource_id's other threads than
 -- p_thread_id: the entries that may leave them (leaves_thread_v1, which have
 -- an index of their own), outside the threads of p_foreign, read by
--- recall_travellers_probe_v2, kept by p_selection. Up to 5,000 travellers are ranked exactly, as
+-- recall_travellers_probe_v2, kept by p_selection, their lexical leg with
+-- the query's date terms (p_date_terms, p_date_keys). Up to 5,000 travellers are ranked exactly, as
 -- the thread's own are. Over that, on an install with the travellers' HNSW
 -- index (a pinned width of at most 2,000), the nearest are read through it,
 -- 256, then 786 if need be, until the p_keep-th best exact score (theirs, or
@@ -648,7 +817,8 @@ $$;
 create or replace function {{schema}}.recall_travellers_v2(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_query_embedding vector, p_terms text[],
   p_any_term tsquery, p_require_consent boolean, p_foreign text[], p_now timestamptz, p_keep integer,
-  p_bar double precision, p_selection {{schema}}.selection_v1, p_lexical_weight double precision)
+  p_bar double precision, p_selection {{schema}}.selection_v1, p_lexical_weight double precision,
+  p_date_terms text[], p_date_keys text[])
 returns {{schema}}.recall_candidate_v1[]
 language plpgsql stable
 set search_path from current
@@ -676,7 +846,7 @@ begin
     select t.probes, t.probed, t.floor into v_probes, v_probed, v_floor
     from recall_travellers_probe_v2(p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, p_any_term,
                                     p_require_consent, p_foreign, v_resource_cutoff, p_now, v_probe, v_exact,
-                                    p_selection, p_lexical_weight) as t;
+                                    p_selection, p_lexical_weight, p_date_terms, p_date_keys) as t;
     v_found := recall_top_v2(v_probes, p_tenant_id, p_resource_id, p_terms, p_any_term, v_resource_cutoff,
                              p_now, p_keep, p_lexical_weight);
     exit when v_probe is null or (v_exact and v_probed < v_probe)
@@ -786,7 +956,10 @@ $$;
 -- ("<resource>/agent:<id>") included, is never searched. Plus the entries a
 -- live share grant from p_share_parent_thread_id lets this thread read.
 --   similarity = 1 - cosine distance (pgvector <=>), in [-1, 1]
---   lexical    = share of the query's terms (query_terms_v2: at most 32) found in the entry, in [0, 1]
+--   lexical    = share of the query's terms (query_terms_v2: at most 32) the entry holds, in [0, 1]:
+--                in its text (text_tsv) or, for a term naming a part of a date (query_date_terms_v1:
+--                a month, weekday, year or day of the month), in its event date (occurred_at, else
+--                created_at, in UTC); a term held both ways counts once (lexical_score_v2)
 --   score      = similarity + p_lexical_weight * lexical (0.75 unless given; finite, 0 to 10)
 -- Only injectable entries take part: visible, not revoked, not held, not
 -- tombstoned (an indexed NOT EXISTS), explicitly consented when
@@ -848,8 +1021,8 @@ $$;
 -- cached ones); Citus routes a cached plan only for a single-table statement,
 -- so the thread's leg up to a plain recall's hits reads each table with a
 -- single-table statement on the tenant's predicate, which Citus plans on its
--- fast path: retention_cutoff_v1, the tombstones, recall_bounds_v1,
--- recall_rescore_v1, recall_rows_v1. Plain index scans and merge joins are
+-- fast path: retention_cutoff_v1, the tombstones, recall_bounds_v2,
+-- recall_rescore_v2, recall_rows_v1. Plain index scans and merge joins are
 -- off, so a thread is read by a bitmap scan. Each source of entries (the
 -- thread, the resource's other threads, the live grants: recall_grants_v1)
 -- gives its own best candidates (top_k, or top_k x 4 with scoring:
@@ -893,6 +1066,8 @@ declare
   v_terms text[] := query_terms_v2(coalesce(p_query_text, ''));  -- the one place the query's terms come from
   -- Any-term query: terms hold no quote or backslash, so quote_literal is a safe operand.
   v_any_term tsquery := (select string_agg(quote_literal(term), ' | ')::tsquery from unnest(v_terms) as term);
+  v_date_terms text[];            -- the query's terms naming a part of a date ...
+  v_date_keys text[];             -- ... and the part each names, as event_date_parts_v1 writes it
   v_width integer;
   v_keep integer;                 -- candidates per source: top_k, or top_k x 4 with scoring
   v_cutoff timestamptz;           -- the oldest created_at still live in the thread
@@ -984,14 +1159,18 @@ begin
                            and m.model_id <> p_model_id);
     end if;
   end if;
+  select coalesce(array_agg(d.term), '{}'), coalesce(array_agg(d.part || ':' || d.value), '{}')
+    into v_date_terms, v_date_keys
+  from query_date_terms_v1(v_terms) as d;
   v_keep := case when v_scored then p_top_k * 4 else p_top_k end;
   v_cutoff := retention_cutoff_v1(p_tenant_id, p_resource_id, p_thread_id, p_now);
 
   -- The thread's own best candidates, exactly. A pass over the thread
   -- (recall_bounds_v2) reads each row's distance and whether it holds a query
-  -- term, and keeps the v_probe rows whose upper bound is highest (similarity,
-  -- plus p_lexical_weight when it holds a term: lexical <= 1), each as narrow as can be
-  -- (its ctid). Only those are read again (recall_rescore_v1), for their exact
+  -- term (in its text, or a date term in its event date), and keeps the
+  -- v_probe rows whose upper bound is highest (similarity, plus
+  -- p_lexical_weight when it holds a term: lexical <= 1), each as narrow as
+  -- can be (its ctid). Only those are read again (recall_rescore_v2), for their exact
   -- score (the lexical leg copies the tsvector), and the thread's tombstones
   -- are hashed once and left out. They hold the exact top v_keep when fewer
   -- rows exist, or when the v_keep-th best exact score among them beats the
@@ -1005,12 +1184,13 @@ begin
   loop
     select coalesce(array_agg(b.row_id), '{}'), count(*), min(b.upper) into v_row_ids, v_probed, v_floor
     from recall_bounds_v2(p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, v_any_term,
-                          p_require_consent, v_cutoff, p_now, v_probe, v_selection, p_lexical_weight) as b;
+                          p_require_consent, v_cutoff, p_now, v_probe, v_selection, p_lexical_weight,
+                          v_date_keys) as b;
     v_candidates := array(
       select row(r.row_id, p_resource_id, p_thread_id, r.id, r.sequence, r.importance, r.created_at,
                  r.similarity, r.lexical)::{{schema}}.recall_candidate_v1
-      from recall_rescore_v1(p_tenant_id, p_resource_id, p_thread_id, v_row_ids, p_query_embedding, v_terms,
-                             v_any_term) as r
+      from recall_rescore_v2(p_tenant_id, p_resource_id, p_thread_id, v_row_ids, p_query_embedding, v_terms,
+                             v_any_term, v_date_terms, v_date_keys) as r
       where r.id not in (select t.entry_id from unnest(v_tombstones) as t(entry_id))  -- a hashed subplan
       order by r.similarity + p_lexical_weight * r.lexical desc, r.sequence asc, r.id collate "C" asc
       limit v_keep);
@@ -1041,7 +1221,7 @@ begin
     v_candidates := v_candidates || recall_travellers_v2(
       p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, v_terms, v_any_term, p_require_consent, v_foreign,
       p_now, v_keep, (v_candidates[v_keep]).similarity + p_lexical_weight * (v_candidates[v_keep]).lexical,
-      v_selection, p_lexical_weight);
+      v_selection, p_lexical_weight, v_date_terms, v_date_keys);
   end if;
 
   if p_share_parent_thread_id is not null then
@@ -1051,7 +1231,8 @@ begin
                  s.similarity, s.lexical)::{{schema}}.recall_candidate_v1
       from (select e.ctid as row_id, e.resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,
                    1::float8 - (e.embedding <=> p_query_embedding) as similarity,
-                   lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
+                   lexical_score_v2(e.text_tsv, coalesce(e.occurred_at, e.created_at), v_terms, v_any_term,
+                                    v_date_terms, v_date_keys) as lexical
             from (select g.resource_id, g.thread_id, g.source_ids,
                          retention_cutoff_v1(p_tenant_id, g.resource_id, g.thread_id, p_now) as cutoff
                   from recall_grants_v1(p_tenant_id, p_resource_id, p_thread_id, p_share_parent_thread_id, p_now) as g

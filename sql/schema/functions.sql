@@ -35,6 +35,11 @@
 \ir functions/remember_batch_v2.sql
 \ir functions/lexical_score_v1.sql
 \ir functions/query_terms_v2.sql
+\ir functions/query_date_terms_v1.sql
+\ir functions/event_date_parts_v1.sql
+\ir functions/event_date_terms_v1.sql
+\ir functions/held_terms_v1.sql
+\ir functions/lexical_score_v2.sql
 \ir functions/scoring_weights_v1.sql
 \ir functions/recency_v1.sql
 \ir functions/recall_bounds_v1.sql
@@ -48,6 +53,7 @@
 \ir functions/selects_v1.sql
 \ir functions/recall_selection_v1.sql
 \ir functions/recall_bounds_v2.sql
+\ir functions/recall_rescore_v2.sql
 \ir functions/recall_top_v2.sql
 \ir functions/recall_travellers_probe_v2.sql
 \ir functions/recall_travellers_v2.sql

@@ -6,12 +6,13 @@ import json
 import signal
 import subprocess
 import sys
+from datetime import datetime, timezone
 
 import psycopg
 import pytest
 from prism_memory.cli import main
 from prism_memory.cli.data import sample_conversation_path
-from prism_memory.locomo import DataFormatError, load_jsonl_entries, load_locomo
+from prism_memory.locomo import DataFormatError, load_jsonl_entries, load_locomo, parse_session_date_time
 from prism_memory.scoring import LEXICAL_WEIGHT
 from prism_memory.schema import REVISIONS
 
@@ -69,6 +70,30 @@ def test_load_locomo_real_file(locomo_path):
     assert first.entries[0].id == "D1:1" and first.entries[0].text.startswith("Caroline: ")
     # "D8:6; D9:17" is split into two ids
     assert any(q.evidence == ["D8:6", "D9:17"] for q in first.questions)
+
+
+def test_locomo_turns_take_their_sessions_time_as_occurred_at(locomo_path):
+    [first, *_] = load_locomo(locomo_path, occurred_at="session")
+    assert first.entries[0].occurred_at == datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)  # "1:56 pm on 8 May, 2023"
+    assert all(entry.occurred_at == parse_session_date_time(entry.metadata["session_date_time"])
+               for entry in first.entries)
+    assert load_locomo(locomo_path)[0].entries[0].occurred_at is None  # by default: none
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("1:56 pm on 8 May, 2023", datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)),
+    ("12:05 am on 1 January, 2024", datetime(2024, 1, 1, 0, 5, tzinfo=timezone.utc)),
+    ("12:30 PM on 29 february 2024", datetime(2024, 2, 29, 12, 30, tzinfo=timezone.utc)),
+])
+def test_parse_session_date_time(text, expected):
+    assert parse_session_date_time(text) == expected
+
+
+@pytest.mark.parametrize("text", [None, "", "8 May, 2023", "13:00 pm on 8 May, 2023", "1:00 pm on 31 June, 2023",
+                                  "1:00 pm on 8 Mayo, 2023", "1:00 pm on 29 February, 2023", 20230508])
+def test_parse_session_date_time_refuses_what_it_cannot_read(text):
+    with pytest.raises(DataFormatError, match="session_date_time"):
+        parse_session_date_time(text)
 
 
 def test_import_sample_reports_count_and_upserts(pg_dsn, capsys):

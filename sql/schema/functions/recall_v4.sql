@@ -13,7 +13,10 @@
 -- ("<resource>/agent:<id>") included, is never searched. Plus the entries a
 -- live share grant from p_share_parent_thread_id lets this thread read.
 --   similarity = 1 - cosine distance (pgvector <=>), in [-1, 1]
---   lexical    = share of the query's terms (query_terms_v2: at most 32) found in the entry, in [0, 1]
+--   lexical    = share of the query's terms (query_terms_v2: at most 32) the entry holds, in [0, 1]:
+--                in its text (text_tsv) or, for a term naming a part of a date (query_date_terms_v1:
+--                a month, weekday, year or day of the month), in its event date (occurred_at, else
+--                created_at, in UTC); a term held both ways counts once (lexical_score_v2)
 --   score      = similarity + p_lexical_weight * lexical (0.75 unless given; finite, 0 to 10)
 -- Only injectable entries take part: visible, not revoked, not held, not
 -- tombstoned (an indexed NOT EXISTS), explicitly consented when
@@ -75,8 +78,8 @@
 -- cached ones); Citus routes a cached plan only for a single-table statement,
 -- so the thread's leg up to a plain recall's hits reads each table with a
 -- single-table statement on the tenant's predicate, which Citus plans on its
--- fast path: retention_cutoff_v1, the tombstones, recall_bounds_v1,
--- recall_rescore_v1, recall_rows_v1. Plain index scans and merge joins are
+-- fast path: retention_cutoff_v1, the tombstones, recall_bounds_v2,
+-- recall_rescore_v2, recall_rows_v1. Plain index scans and merge joins are
 -- off, so a thread is read by a bitmap scan. Each source of entries (the
 -- thread, the resource's other threads, the live grants: recall_grants_v1)
 -- gives its own best candidates (top_k, or top_k x 4 with scoring:
@@ -120,6 +123,8 @@ declare
   v_terms text[] := query_terms_v2(coalesce(p_query_text, ''));  -- the one place the query's terms come from
   -- Any-term query: terms hold no quote or backslash, so quote_literal is a safe operand.
   v_any_term tsquery := (select string_agg(quote_literal(term), ' | ')::tsquery from unnest(v_terms) as term);
+  v_date_terms text[];            -- the query's terms naming a part of a date ...
+  v_date_keys text[];             -- ... and the part each names, as event_date_parts_v1 writes it
   v_width integer;
   v_keep integer;                 -- candidates per source: top_k, or top_k x 4 with scoring
   v_cutoff timestamptz;           -- the oldest created_at still live in the thread
@@ -211,14 +216,18 @@ begin
                            and m.model_id <> p_model_id);
     end if;
   end if;
+  select coalesce(array_agg(d.term), '{}'), coalesce(array_agg(d.part || ':' || d.value), '{}')
+    into v_date_terms, v_date_keys
+  from query_date_terms_v1(v_terms) as d;
   v_keep := case when v_scored then p_top_k * 4 else p_top_k end;
   v_cutoff := retention_cutoff_v1(p_tenant_id, p_resource_id, p_thread_id, p_now);
 
   -- The thread's own best candidates, exactly. A pass over the thread
   -- (recall_bounds_v2) reads each row's distance and whether it holds a query
-  -- term, and keeps the v_probe rows whose upper bound is highest (similarity,
-  -- plus p_lexical_weight when it holds a term: lexical <= 1), each as narrow as can be
-  -- (its ctid). Only those are read again (recall_rescore_v1), for their exact
+  -- term (in its text, or a date term in its event date), and keeps the
+  -- v_probe rows whose upper bound is highest (similarity, plus
+  -- p_lexical_weight when it holds a term: lexical <= 1), each as narrow as
+  -- can be (its ctid). Only those are read again (recall_rescore_v2), for their exact
   -- score (the lexical leg copies the tsvector), and the thread's tombstones
   -- are hashed once and left out. They hold the exact top v_keep when fewer
   -- rows exist, or when the v_keep-th best exact score among them beats the
@@ -232,12 +241,13 @@ begin
   loop
     select coalesce(array_agg(b.row_id), '{}'), count(*), min(b.upper) into v_row_ids, v_probed, v_floor
     from recall_bounds_v2(p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, v_any_term,
-                          p_require_consent, v_cutoff, p_now, v_probe, v_selection, p_lexical_weight) as b;
+                          p_require_consent, v_cutoff, p_now, v_probe, v_selection, p_lexical_weight,
+                          v_date_keys) as b;
     v_candidates := array(
       select row(r.row_id, p_resource_id, p_thread_id, r.id, r.sequence, r.importance, r.created_at,
                  r.similarity, r.lexical)::{{schema}}.recall_candidate_v1
-      from recall_rescore_v1(p_tenant_id, p_resource_id, p_thread_id, v_row_ids, p_query_embedding, v_terms,
-                             v_any_term) as r
+      from recall_rescore_v2(p_tenant_id, p_resource_id, p_thread_id, v_row_ids, p_query_embedding, v_terms,
+                             v_any_term, v_date_terms, v_date_keys) as r
       where r.id not in (select t.entry_id from unnest(v_tombstones) as t(entry_id))  -- a hashed subplan
       order by r.similarity + p_lexical_weight * r.lexical desc, r.sequence asc, r.id collate "C" asc
       limit v_keep);
@@ -268,7 +278,7 @@ begin
     v_candidates := v_candidates || recall_travellers_v2(
       p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, v_terms, v_any_term, p_require_consent, v_foreign,
       p_now, v_keep, (v_candidates[v_keep]).similarity + p_lexical_weight * (v_candidates[v_keep]).lexical,
-      v_selection, p_lexical_weight);
+      v_selection, p_lexical_weight, v_date_terms, v_date_keys);
   end if;
 
   if p_share_parent_thread_id is not null then
@@ -278,7 +288,8 @@ begin
                  s.similarity, s.lexical)::{{schema}}.recall_candidate_v1
       from (select e.ctid as row_id, e.resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,
                    1::float8 - (e.embedding <=> p_query_embedding) as similarity,
-                   lexical_score_v1(e.text_tsv, v_terms, v_any_term) as lexical
+                   lexical_score_v2(e.text_tsv, coalesce(e.occurred_at, e.created_at), v_terms, v_any_term,
+                                    v_date_terms, v_date_keys) as lexical
             from (select g.resource_id, g.thread_id, g.source_ids,
                          retention_cutoff_v1(p_tenant_id, g.resource_id, g.thread_id, p_now) as cutoff
                   from recall_grants_v1(p_tenant_id, p_resource_id, p_thread_id, p_share_parent_thread_id, p_now) as g
