@@ -8,7 +8,8 @@ scope is always measured. Thread ``k`` belongs to tenant ``k mod tenants``
 (resource ``user-<k mod tenants>``), so every tenant has at least one thread.
 
 Each thread has a topic: its entries' embeddings are unit vectors around a
-topic centroid, and their texts draw words from the thread's vocabulary. 10%
+topic centroid, and their texts draw words from the thread's vocabulary; entry n
+happened at ``event_time(n)``, 7 hours after entry n - 1. 10%
 of the entries are invalid: half are written with revoked consent (remember
 tombstones them at write) and half are tombstoned by ``invalidate`` after the
 load. Everything is a pure function of ``(spec, thread index)``, so a
@@ -24,7 +25,7 @@ import argparse
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 from prism_memory import MemoryConsent, Scope
@@ -32,6 +33,12 @@ from prism_memory.types import EntryRecord
 
 #: Moment every synthetic revocation is dated (any fixed, aware instant keeps runs identical).
 REVOKED_AT = datetime(2026, 1, 1, tzinfo=timezone.utc)
+#: Entry n of a thread happened at EVENT_START + (n mod EVENT_PERIOD) x EVENT_STEP (its ``occurred_at``), so the
+#: weekday and month words of :data:`WORDS` name the event date of some entries and not of others, and a
+#: benchmark's exact ranking does not hang on the day it runs.
+EVENT_START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+EVENT_STEP = timedelta(hours=7)
+EVENT_PERIOD = 10_000
 
 WORDS = (
     "alice bob carmen dmitri esha farid grace hiro ines jonah kemi luca lisbon osaka nairobi denver krakow montreal "
@@ -74,6 +81,11 @@ class ThreadEntries:
     embeddings: np.ndarray
     revoked: frozenset[str]
     tombstoned: frozenset[str]
+
+
+def event_time(n: int) -> datetime:
+    """The event time (``occurred_at``, UTC) of a thread's entry ``n`` (0-based)."""
+    return EVENT_START + (n % EVENT_PERIOD) * EVENT_STEP
 
 
 def thread_sizes(spec: CorpusSpec) -> list[int]:
@@ -138,7 +150,8 @@ def thread_entries(spec: CorpusSpec, thread: Thread) -> ThreadEntries:
             revoked.add(entry_id)
         elif invalid[n]:
             tombstoned.add(entry_id)
-        records.append(EntryRecord(entry_id, texts[n], vectors[n], {"turn": n}, None, None, consent))
+        records.append(EntryRecord(entry_id, texts[n], vectors[n], {"turn": n}, None, None, consent,
+                                   occurred_at=event_time(n)))
     return ThreadEntries(records, vectors, frozenset(revoked), frozenset(tombstoned))
 
 
@@ -246,7 +259,8 @@ def resource_thread_entries(spec: ResourceSpec, thread: ResourceThread) -> Resou
             revoked.add(entry_id)
         if user[n]:
             travelling.add(entry_id)
-        records.append(EntryRecord(entry_id, texts[n], vectors[n], {"turn": n}, None, None, consent))
+        records.append(EntryRecord(entry_id, texts[n], vectors[n], {"turn": n}, None, None, consent,
+                                   occurred_at=event_time(n)))
     return ResourceEntries(records, vectors, frozenset(revoked), frozenset(travelling))
 
 

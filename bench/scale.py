@@ -17,8 +17,8 @@ random, timed from the client (``scoped_recall_p50_ms``/``_p99_ms``), then
 ``resource_ingest_entries_per_s`` for the largest, by default the
 100,000-entry resource in 500 threads, half of it consent scope "user"). Each answer is
 compared with a brute-force numpy ranking of the thread's valid entries
-(similarity + LEXICAL_WEIGHT x lexical), so ``exact`` says whether every answer was the
-true top 10.
+(similarity + LEXICAL_WEIGHT x lexical, where an entry's event date holds the weekday or month a query names),
+so ``exact`` says whether every answer was the true top 10.
 
     .venv/bin/python bench/scale.py                      # the full 1M run (about 15 minutes here)
     .venv/bin/python bench/scale.py --entries 20000      # the CI smoke size
@@ -47,7 +47,8 @@ import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
 from prism_memory import create_postgres_memory_stores
-from prism_memory.lexical import lexical_terms
+from prism_memory.lexical import lexical_terms, query_terms
+from prism_memory.lexical_dates import lexical_score, query_date_terms
 from prism_memory.scoring import LEXICAL_WEIGHT
 from psycopg import sql
 
@@ -161,14 +162,15 @@ async def tombstone(stores, by_index: dict[int, Thread], tombstoned: dict[int, l
 
 
 def brute_force(entries, query: np.ndarray, query_text: str) -> tuple[list[str], np.ndarray]:
-    """The true ranking of a thread's valid entries: ids by (score desc, sequence asc), and their scores."""
-    terms = set(lexical_terms(query_text))
+    """The true ranking of a thread's valid entries: ids by (score desc, sequence asc), and their scores
+    (similarity + LEXICAL_WEIGHT x the share of the query's terms an entry holds in its text or event date)."""
+    terms = query_terms(query_text)
+    dates = query_date_terms(terms)
     valid = [n for n, record in enumerate(entries.records)
              if record.id not in entries.revoked and record.id not in entries.tombstoned]
     similarity = entries.embeddings[valid].astype(np.float64) @ query.astype(np.float64)
-    lexical = np.asarray([
-        len(terms & set(lexical_terms(entries.records[n].text))) / len(terms) if terms else 0.0 for n in valid
-    ])
+    lexical = np.asarray([lexical_score(terms, lexical_terms(entries.records[n].text), entries.records[n].occurred_at,
+                                        dates) for n in valid])
     scores = similarity + LEXICAL_WEIGHT * lexical
     order = sorted(range(len(valid)), key=lambda i: (-scores[i], valid[i]))
     return [entries.records[valid[i]].id for i in order], scores[order]

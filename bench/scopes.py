@@ -21,10 +21,12 @@ import time
 import numpy as np
 from prism_memory import Scope
 from prism_memory.lexical import lexical_terms, query_terms
+from prism_memory.lexical_dates import event_date_parts, query_date_terms
 from prism_memory.scoring import LEXICAL_WEIGHT
 
 from _common import log, remember_concurrently
 from corpus import (
+    EVENT_PERIOD,
     WORDS,
     CorpusSpec,
     ResourceSpec,
@@ -34,13 +36,17 @@ from corpus import (
     resource_thread_entries,
     resource_threads,
     thread_entries,
+    event_time,
     thread_query,
 )
 
 SIZES = (1_000, 5_000, 20_000, 100_000)
 TOP_K = 10
-#: Each lexical term the corpus words make (tokenizer v2 stems them, so two words can share one), numbered.
-_TERM_INDEX = {term: n for n, term in enumerate(sorted({term for word in WORDS for term in lexical_terms(word)}))}
+#: A column for each lexical term the corpus words make (tokenizer v2 stems them, so two words can share one) and
+#: for each part of a date the corpus's event times have (``"month:5"``).
+_COLUMNS = {column: n for n, column in enumerate(
+    sorted({term for word in WORDS for term in lexical_terms(word)})
+    + sorted(set().union(*(event_date_parts(event_time(n)) for n in range(EVENT_PERIOD)))))}
 
 
 def size_thread(size: int) -> Thread:
@@ -78,19 +84,28 @@ async def load(stores, spec: CorpusSpec, sizes: tuple[int, ...], concurrency: in
     return {"resource_ingest_entries_per_s": round(rates[max(sizes)], 1)}
 
 
-def _word_matrix(texts: list[str]) -> np.ndarray:
-    """Which of the corpus's lexical terms each text holds, as a boolean matrix."""
-    matrix = np.zeros((len(texts), len(_TERM_INDEX)), dtype=bool)
-    for row, text in enumerate(texts):
-        for term in lexical_terms(text):
-            matrix[row, _TERM_INDEX[term]] = True
+def _word_matrix(records) -> np.ndarray:
+    """Which of :data:`_COLUMNS` each record holds (the terms of its text, the parts of its event date), as a
+    boolean matrix."""
+    matrix = np.zeros((len(records), len(_COLUMNS)), dtype=bool)
+    for row, record in enumerate(records):
+        for column in (*lexical_terms(record.text), *event_date_parts(record.occurred_at)):
+            matrix[row, _COLUMNS[column]] = True
     return matrix
 
 
 def _truth(embeddings: np.ndarray, words: np.ndarray, vector: np.ndarray, text: str) -> np.ndarray:
-    """The exact score of each candidate row: similarity + LEXICAL_WEIGHT x the share of the query's terms it holds."""
-    terms = [_TERM_INDEX[term] for term in query_terms(text)]
-    lexical = words[:, terms].sum(axis=1) / len(terms) if terms else np.zeros(len(words))
+    """The exact score of each candidate row: similarity + LEXICAL_WEIGHT x the share of the query's terms it
+    holds, in its text or, for a term naming a part of a date, in its event date."""
+    terms = query_terms(text)
+    dates = {date.term: date.key for date in query_date_terms(terms)}
+    held = np.zeros(len(words))
+    for term in terms:
+        holds = words[:, _COLUMNS[term]] if term in _COLUMNS else np.zeros(len(words), dtype=bool)
+        if dates.get(term) in _COLUMNS:
+            holds = holds | words[:, _COLUMNS[dates[term]]]
+        held += holds
+    lexical = held / len(terms) if terms else held
     return embeddings.astype(np.float64) @ vector.astype(np.float64) + LEXICAL_WEIGHT * lexical
 
 
@@ -125,7 +140,7 @@ async def measure(stores, spec: CorpusSpec, sizes: tuple[int, ...], queries: int
         thread = size_thread(size)
         entries = thread_entries(spec, thread)
         valid = [n for n, record in enumerate(entries.records) if record.id not in entries.revoked]
-        words = _word_matrix([entries.records[n].text for n in valid])
+        words = _word_matrix([entries.records[n] for n in valid])
         keys = [(thread.scope.thread_id, entries.records[n].id) for n in valid]
         asked = [(thread.scope, *thread_query(spec, thread, rng), False) for _ in range(warmup + queries)]
         latencies, answers = await _time(stores, asked, warmup)
@@ -145,7 +160,7 @@ async def measure(stores, spec: CorpusSpec, sizes: tuple[int, ...], queries: int
         records = [record for rows in generated for record in rows.records]
         revoked = np.asarray([record.id in rows.revoked for rows in generated for record in rows.records])
         travels = np.asarray([record.id in rows.travelling for rows in generated for record in rows.records])
-        words = _word_matrix([record.text for record in records])
+        words = _word_matrix(records)
         keys = [(rthreads[o].scope.thread_id, record.id) for o, record in zip(owner, records)]
         count = resource_queries if size == max(sizes) else queries
         picked = [rthreads[i] for i in rng.integers(0, len(rthreads), warmup + count)]
