@@ -18,7 +18,7 @@ machine's load reaches both alike.
 It also prints ``citus_plan_cache_mode``, the plan mode distribute() chose for the cluster's Citus build
 (``auto`` where it reuses its local plans, else ``force_custom_plan``: docs/scaling.md).
 
-Goal (issue 14): Citus recall p50 at most 1.5x plain. The last stdout line
+Goal: Citus recall p50 at most 1.5x plain. The last stdout line
 is a JSON object; progress goes to stderr.
 """
 

@@ -1,4 +1,4 @@
-"""Deterministic synthetic memory corpus for the scale benchmarks (issue 7).
+"""Deterministic synthetic memory corpus for the scale benchmarks.
 
 The default shape: 1,000,000 entries of 384 dimensions over 10,000 tenants,
 in threads of 10 to 5,000 entries. Thread sizes follow a truncated power law
@@ -192,7 +192,7 @@ def tenant_batches(spec: CorpusSpec, batch_entries: int = 1000) -> Iterator[list
 
 @dataclass(frozen=True)
 class ResourceSpec:
-    """A big resource (issue 16): ``entries`` in ``threads`` threads of one tenant and resource. Thread ``k`` talks
+    """A big resource: ``entries`` in ``threads`` threads of one tenant and resource. Thread ``k`` talks
     about topic ``k mod topics`` (so a topic recurs in many threads); ``user_share`` of the entries have consent
     scope "user" (they may leave their thread), the rest "thread"; ``revoked_share`` are written revoked."""
 

@@ -10,7 +10,7 @@ every variant sees the same server, caches and neighbours. Every answer is check
 ranking of the whole thread at top_k 32 restricted to the selection when the selection's own top 10 is
 within it (``exact``: the selected hits equal that restriction wherever it can be checked), and the plan of
 the filtered recall is read (``plan_uses_scope_index``: the thread is read through its scope index, never a
-sequential scan). Bounds (issue 30): ``filtered_vs_plain_1pct`` at most 1.2, ``filtered_vs_plain_50pct`` at most
+sequential scan). Bounds: ``filtered_vs_plain_1pct`` at most 1.2, ``filtered_vs_plain_50pct`` at most
 1.5, ``window_vs_plain`` at most 1.2.
 
     .venv/bin/python bench/filters.py                  # 5,000 entries, 200 rounds

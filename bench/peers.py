@@ -1,4 +1,4 @@
-"""Head-to-head (issue 7): prism-memory against langchain-postgres and mem0 on one server, one corpus, one run.
+"""Head-to-head: prism-memory against langchain-postgres and mem0 on one server, one corpus, one run.
 
 Loads the same 100,000 entries (``bench/corpus.py`` at that size: 1,000
 tenants, threads of 10 to 5,000 entries, 384 dimensions) into the same

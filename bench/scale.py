@@ -1,4 +1,4 @@
-"""Scale benchmark (issue 7): batched ingest and exact scoped recall on the synthetic corpus.
+"""Scale benchmark: batched ingest and exact scoped recall on the synthetic corpus.
 
 Loads ``bench/corpus.py``'s corpus (default 1,000,000 entries of 384
 dimensions over 10,000 tenants, threads of 10 to 5,000 entries) with

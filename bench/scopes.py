@@ -1,4 +1,4 @@
-"""Big scopes (issue 16), the part of ``bench/scale.py`` that measures recall against scope size.
+"""Big scopes, the part of ``bench/scale.py`` that measures recall against scope size.
 
 Beside the main corpus it loads, each in a tenant of its own:
 
