@@ -14,6 +14,7 @@ the read is refused (:class:`InvalidAuthorizationError`) instead of reading ever
 from __future__ import annotations
 
 import asyncio
+import inspect
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Final
@@ -34,6 +35,8 @@ from .loop_bridge import EventLoopThread, LoopBridge
 
 #: Chunks per ``upsert`` call (the RAG store's cap); a larger add runs its batches in one transaction.
 UPSERT_BATCH = 1000
+#: The keywords of ``Memory.recall`` a retriever passes on (the query is the retriever's input).
+RECALL_OPTIONS = frozenset(inspect.signature(Memory.recall).parameters) - {"self", "query"}
 #: The metadata key under which :class:`PrismRetriever` puts a hit's score and place.
 RECALL_KEY = "prism_memory"
 
@@ -199,6 +202,9 @@ class PrismVectorStore(VectorStore):
             for position, (chunk_id, text, vector) in enumerate(zip(ids, texts, vectors))
         ]
         batches = [chunks[start:start + UPSERT_BATCH] for start in range(0, len(chunks), UPSERT_BATCH)]
+        # One upsert refuses a duplicate id; across this adapter's own batches a later one would replace it.
+        if len(batches) > 1 and len(set(map(repr, ids))) != len(ids):
+            raise InvalidEntryError("duplicate ids in one add")
         if len(batches) == 1:
             await self.store.upsert(self.tenant_id, self.scope, chunks)
         else:
@@ -330,7 +336,7 @@ class PrismRetriever(BaseRetriever):
     ``recall_options``: further keywords of ``Memory.recall`` (``occurred_after``, ``require_consent``,
     ``lexical_weight``, ...). ``loop``: the event loop the memory's stores belong to when it runs in another
     thread (see :class:`PrismVectorStore`). ``invoke(query, k=..., filter=..., across_threads=..., ...)``
-    overrides any of them for one call.
+    overrides any of them for one call; a keyword recall does not take raises :class:`InvalidQueryError`.
 
     Each hit becomes a ``Document`` with the entry's id and text; its ``metadata`` is the entry's, plus
     ``metadata["prism_memory"]`` = ``{"score", "similarity", "lexical", "sequence", "importance",
@@ -362,5 +368,7 @@ class PrismRetriever(BaseRetriever):
         options = {"top_k": self.k, "across_threads": self.across_threads, "filter": self.filter, **self.recall_options}
         if "k" in overrides:
             overrides["top_k"] = overrides.pop("k")
+        _no_other_options({name: value for name, value in {**options, **overrides}.items() if name not in RECALL_OPTIONS},
+                          InvalidQueryError)
         result = await self.memory.recall(query, **{**options, **overrides})
         return [_hit_document(hit) for hit in result.hits]
