@@ -33,6 +33,8 @@ from ..stores import RagVectorStore
 from ..types import RagAccessConstraint, RagChunk, RagMatch, RecallHit
 from .loop_bridge import EventLoopThread, LoopBridge
 
+__all__ = ["RECALL_KEY", "UNRESTRICTED", "EventLoopThread", "PrismRetriever", "PrismVectorStore", "Unrestricted"]
+
 #: Chunks per ``upsert`` call (the RAG store's cap); a larger add runs its batches in one transaction.
 UPSERT_BATCH = 1000
 #: The keywords of ``Memory.recall`` a retriever passes on (the query is the retriever's input).
@@ -156,6 +158,26 @@ class PrismVectorStore(VectorStore):
         twin = type(self)(self.store, self._embedding, tenant_id=self.tenant_id, scope=self.scope, reader=reader,
                           loop=self._bridge.loop)
         return twin
+
+    def set_document_access(
+        self, document_id: str, *, principal_ids: Sequence[str] = (), group_ids: Sequence[str] = (), access_version: int,
+    ) -> int:
+        """Replace who may read ``document_id`` (its source's grants, for this tenant in every knowledge base; none:
+        nobody) at ``access_version``, a version that never goes back (:class:`AccessVersionConflict`, nothing
+        changed); returns how many grants are stored. ``RagVectorStore.set_source_access``, named for documents."""
+        return self._bridge.call(self._set_access(document_id, principal_ids, group_ids, access_version))
+
+    async def aset_document_access(
+        self, document_id: str, *, principal_ids: Sequence[str] = (), group_ids: Sequence[str] = (), access_version: int,
+    ) -> int:
+        """The async twin of :meth:`set_document_access`."""
+        return await self._bridge.acall(self._set_access(document_id, principal_ids, group_ids, access_version))
+
+    async def _set_access(
+        self, document_id: str, principal_ids: Sequence[str], group_ids: Sequence[str], access_version: int
+    ) -> int:
+        return await self.store.set_source_access(
+            self.tenant_id, document_id, principal_ids=principal_ids, group_ids=group_ids, access_version=access_version)
 
     @property
     def embeddings(self) -> Embeddings:

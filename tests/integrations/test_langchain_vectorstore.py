@@ -10,6 +10,7 @@ import math
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from prism_memory import (
+    AccessVersionConflict,
     ConfigurationError,
     DimensionMismatchError,
     InvalidAuthorizationError,
@@ -21,7 +22,6 @@ from prism_memory import (
     RagAccessConstraint,
 )
 from prism_memory.integrations.langchain import UNRESTRICTED, PrismVectorStore
-from prism_memory.integrations.loop_bridge import LoopBridge
 
 EMBEDDING = DeterministicFakeEmbedding(size=16)
 DOCS = {
@@ -44,9 +44,8 @@ async def add_docs(vector_store, docs=DOCS):
     return await vector_store.aadd_texts(texts, metadatas, ids=list(docs))
 
 
-async def grant(rag_store, tenant_id, source_id, **grants):
-    store, loop = rag_store
-    await LoopBridge(loop).acall(store.set_source_access(tenant_id, source_id, access_version=1, **grants))
+async def grant(rag_store, tenant_id, document_id, **grants):
+    await open_store(rag_store, tenant_id=tenant_id).aset_document_access(document_id, access_version=1, **grants)
 
 
 def ids(documents):
@@ -67,6 +66,14 @@ async def test_reads_name_their_reader_and_see_only_granted_documents(rag_store)
         await vector_store.asimilarity_search("paid leave", authorization="ada")
 
     assert ids(await vector_store.asimilarity_search("paid leave", k=32, authorization=ADA)) == ["handbook"]
+    # Grants are the tenant's, per document id: a sync call (in a worker thread) adds ada to the salaries.
+    assert await asyncio.to_thread(vector_store.set_document_access, "salaries", principal_ids=["cfo", "ada"],
+                                   access_version=2) == 2
+    assert ids(await vector_store.asimilarity_search("paid leave", k=32, authorization=ADA)) == ["handbook", "salaries"]
+    with pytest.raises(AccessVersionConflict):
+        await vector_store.aset_document_access("salaries", principal_ids=["cfo"], access_version=1)
+    assert ids(await vector_store.asimilarity_search("paid leave", k=32, authorization=ADA)) == ["handbook", "salaries"]
+    await vector_store.aset_document_access("salaries", principal_ids=["cfo"], access_version=3)
     assert ids(await asyncio.to_thread(vector_store.similarity_search, "paid leave", k=32, authorization=CFO)) == ["salaries"]
     assert ids(await vector_store.asimilarity_search("x", k=32, authorization=RagAccessConstraint("eve"))) == []
     assert ids(await vector_store.asimilarity_search("x", k=32, authorization=UNRESTRICTED)) == ["handbook", "roadmap", "salaries"]
