@@ -155,9 +155,8 @@ class PrismVectorStore(VectorStore):
     def for_reader(self, reader: Reader) -> PrismVectorStore:
         """The same store and knowledge base read as ``reader`` (for ``get_by_ids`` and retrievers, which take no
         per-call reader); the copy shares the store and never closes it."""
-        twin = type(self)(self.store, self._embedding, tenant_id=self.tenant_id, scope=self.scope, reader=reader,
+        return type(self)(self.store, self._embedding, tenant_id=self.tenant_id, scope=self.scope, reader=reader,
                           loop=self._bridge.loop)
-        return twin
 
     def set_document_access(
         self, document_id: str, *, principal_ids: Sequence[str] = (), group_ids: Sequence[str] = (), access_version: int,
