@@ -18,6 +18,7 @@ from prism_memory import InvalidFilterError, InvalidQueryError, LimitExceededErr
 from prism_memory.integrations.langchain import RECALL_KEY, PrismRetriever
 from prism_memory.scoring import LEXICAL_WEIGHT
 
+from integration_stores import loop_thread, memory_factory  # noqa: F401 (fixtures)
 from parity import Clock
 
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)

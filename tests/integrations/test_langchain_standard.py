@@ -8,6 +8,8 @@ import pytest
 from langchain_tests.integration_tests import RetrieversIntegrationTests, VectorStoreIntegrationTests
 from prism_memory.integrations.langchain import UNRESTRICTED, PrismRetriever, PrismVectorStore
 
+from integration_stores import knowledge_base, loop_thread, memory_factory, rag_store  # noqa: F401 (fixtures)
+
 FACTS = [
     "Ada drinks green tea every morning",
     "Ada's tea of choice at work is jasmine tea",

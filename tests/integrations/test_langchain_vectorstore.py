@@ -23,6 +23,8 @@ from prism_memory import (
 )
 from prism_memory.integrations.langchain import UNRESTRICTED, PrismVectorStore
 
+from integration_stores import knowledge_base, loop_thread, rag_store  # noqa: F401 (fixtures)
+
 EMBEDDING = DeterministicFakeEmbedding(size=16)
 DOCS = {
     "handbook": ("Employees get 25 days of paid leave", {"dept": "hr", "year": 2026, "tags": ["policy"], "team": {"name": "people"}}),

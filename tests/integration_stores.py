@@ -1,5 +1,6 @@
-"""Fixtures of the framework adapters' tests: each backend's stores, opened on an event loop thread of their own
-so that sync framework calls and async ones (from pytest's loop) reach the same connections."""
+"""Fixtures of the framework adapters' tests (tests/integrations imports them: a conftest.py there would shadow
+tests/conftest.py, which other tests import by name): each backend's stores, opened on an event loop thread of
+their own so that sync framework calls and async ones (from pytest's loop) reach the same connections."""
 
 from __future__ import annotations
 
