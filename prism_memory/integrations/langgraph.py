@@ -157,20 +157,23 @@ class PrismStore(AsyncBatchedBaseStore):
         resource_id: str,
         index: IndexConfig | None = None,
         embedder: Any = None,
+        ttl: TTLConfig | None = None,
+        consent: MemoryConsent | None = None,
         **options: Any,
     ) -> PrismStore:
         """A store on a new :func:`create_memory` (``vector_store``/``working_store``: ``None`` is the emulator).
         The embedder is ``embedder``, else ``index["embed"]`` (a LangChain ``Embeddings``, a function or a
-        provider string, through LangChain's bridge), else the hash embedder (no index: no semantic search)."""
+        provider string, through LangChain's bridge), else the hash embedder (no index: no semantic search).
+        ``options`` go to :func:`create_memory` (``vector_store``, ``working_store``, ``clock``, ``limits``,
+        ``lexical_weight``, ...)."""
         from ..embedders.langchain import LangChainEmbedder
         from ..embedding import create_hash_embedder
 
         if embedder is None and index and index.get("embed") is not None:
             embedder = LangChainEmbedder(ensure_embeddings(index["embed"]), dimensions=index["dims"])
         embedder = embedder or create_hash_embedder(64)
-        store_options = {k: options.pop(k) for k in ("ttl", "consent") if k in options}
         memory = create_memory(tenant_id=tenant_id, resource_id=resource_id, embedder=embedder, **options)
-        return cls(memory, index=index, **store_options)
+        return cls(memory, index=index, ttl=ttl, consent=consent)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` in order; puts are checked, then written; a failing op raises."""
@@ -194,7 +197,8 @@ class PrismStore(AsyncBatchedBaseStore):
         """The live records ``filter`` keeps, of one thread or (``None``) of the resource, in the store's order
         ((thread,) sequence, id); the export gate drops expired, revoked and invisible entries."""
         memory = self.memory.for_thread(thread) if thread else self.memory
-        identity = memory.config.scope
+        scope = memory.config.scope
+        identity = scope if thread else {"tenant_id": scope.tenant_id, "resource_id": scope.resource_id}
         records: list[MemoryRecord] = []
         cursor = None
         while True:

@@ -14,6 +14,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_stores import INDEX, make_store  # noqa: F401 (a fixture)
 
 from prism_memory import PrismMemoryError
+from prism_memory.integrations.langgraph import PrismStore
 
 
 class Clock:
@@ -169,3 +170,22 @@ async def test_differential_against_langgraphs_in_memory_store(make_store):
                 assert {(tuple(h.namespace), h.key, json.dumps(h.value, sort_keys=True)) for h in got} == \
                     {(tuple(h.namespace), h.key, json.dumps(h.value, sort_keys=True)) for h in want}, step
             assert all((hit.score is None) == (query is None) for hit in got), step
+
+
+async def test_lookalike_tenants_and_resources_stay_apart(make_store):
+    stores = {(tenant, resource): make_store(tenant_id=tenant, resource_id=resource)
+              for tenant in ("acme", "acme-corp") for resource in ("user_1", "user-1")}
+    for (tenant, resource), store in stores.items():
+        await store.aput(("memories",), "k", {"text": f"tea of {tenant} {resource}"})
+    for (tenant, resource), store in stores.items():
+        hits = await store.asearch(("memories",), query="tea of", limit=10)
+        assert [hit.value["text"] for hit in hits] == [f"tea of {tenant} {resource}"]
+        assert (await store.aget(("memories",), "k")).value == {"text": f"tea of {tenant} {resource}"}
+
+
+async def test_a_store_on_a_memory_with_a_thread_uses_its_whole_resource(make_store):
+    base = make_store()
+    store = PrismStore(base.memory.for_thread("some-thread"), index=INDEX)
+    await store.aput(("a",), "k", {"text": "x"})
+    assert [hit.key for hit in await store.asearch(())] == ["k"]
+    assert [hit.key for hit in await base.asearch(())] == ["k"]
