@@ -9,7 +9,8 @@ Loads ``--items`` items spread over ``--users`` namespaces ``("memories", user)`
 * ``asearch(("memories", user), query=<3 words>, limit=10)`` (``speedup_search_vs_langgraph_postgres``, p50).
 
 AsyncPostgresStore is configured as its docs say: ``index={"dims", "embed", "fields"}`` with its default
-pgvector HNSW index on cosine distance, ``setup()`` run first. PrismStore runs with ``lexical_weight=0``, so
+pgvector HNSW index on cosine distance, ``setup()`` run first. PrismStore keeps one resource per user
+(``resource_label=1``, as docs/integrations.md advises) and runs with ``lexical_weight=0``, so
 both rank by cosine similarity alone and ``differential_mismatches`` counts the searches whose top-10 scores
 differ or whose keys above the 10th score differ (keys tied at the cut may differ: the bag-of-words embedding ties
 often), plus gets of the put items whose values differ.
@@ -84,7 +85,7 @@ async def timed(call) -> float:
 async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
     rng = np.random.default_rng(args.seed)
     stores = await create_postgres_memory_stores(dsn, schema=schema, dimensions=DIMENSIONS, max_pool_size=2)
-    prism = PrismStore.create(tenant_id="bench", resource_id="langgraph", index=INDEX, lexical_weight=0,
+    prism = PrismStore.create(tenant_id="bench", resource_id="langgraph", index=INDEX, lexical_weight=0, resource_label=1,
                               vector_store=stores.vector_store, working_store=stores.working_store)
     async with AsyncPostgresStore.from_conn_string(dsn, index=INDEX) as peer:
         await peer.setup()

@@ -1,7 +1,9 @@
 """LangGraph's long-term memory store (``BaseStore``) on prism-memory (docs/integrations.md, "LangGraph").
 
-Mapping. A :class:`PrismStore` is one tenant and resource of a :class:`~prism_memory.memory.Memory`. Each
-LangGraph namespace is one thread of that resource (``thread_id = "lg:" + compact JSON of the labels``), each
+Mapping. A :class:`PrismStore` is one tenant of a :class:`~prism_memory.memory.Memory` and, by default, its
+one resource; with ``resource_label=i`` the namespace's label ``i`` names the resource instead (``("memories",
+user_id)`` with ``resource_label=1``: resource ``user_id``), so users are apart by SQL scope. Each LangGraph
+namespace is one thread of its resource (``thread_id = "lg:" + compact JSON of the labels``), each
 item one entry whose id is the item's key. The entry's metadata holds ``{"value": <the item's value>,
 "langgraph": {"namespace": {"s0": label0, "s1": ...}, "depth": n, "key": key, "ttl": minutes | None}}``, so a
 namespace prefix or a value ``filter`` is one SQL metadata filter, matched label for label by equality:
@@ -14,6 +16,7 @@ entry's ``ttl``, enforced at read time by the store.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
@@ -36,9 +39,10 @@ from langgraph.store.base import _validate_namespace as validate_namespace
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
-from ..errors import InvalidEntryError, InvalidQueryError, LimitExceededError
+from ..checks import check_scope
+from ..errors import InvalidEntryError, InvalidQueryError, LimitExceededError, PrismMemoryError
 from ..memory import Memory, create_memory
-from ..types import MemoryConsent, MemoryEntry, MemoryLineage, MemoryRecord
+from ..types import MemoryConsent, MemoryEntry, MemoryLineage, MemoryRecord, Scope
 
 #: The reserved key of an item's value that carries consent and lineage; it is taken out before storing.
 PRISM_KEY = "__prism__"
@@ -127,7 +131,10 @@ class PrismStore(AsyncBatchedBaseStore):
     :meth:`create`. ``index``: LangGraph's ``IndexConfig`` (``dims``, ``embed``, ``fields``, default
     ``["$"]``); the memory's embedder embeds, ``fields`` choose the text. ``ttl``: ``TTLConfig``
     (``default_ttl`` and ``refresh_on_read``, in minutes). ``consent``: the consent items get unless their
-    value carries one under ``__prism__``. Must be created inside a running event loop (LangGraph's rule);
+    value carries one under ``__prism__``. ``resource_label``: the position of the namespace label naming the
+    resource (``None``: the memory's resource holds every namespace); then every namespace, search prefix and
+    list prefix must name that label (``InvalidNamespaceError`` otherwise), and nothing is read across
+    resources. Must be created inside a running event loop (LangGraph's rule);
     its sync methods work from other threads. Errors: ``InvalidNamespaceError`` for a bad namespace,
     :class:`~prism_memory.errors.PrismMemoryError` subclasses otherwise, raised before anything is written.
     """
@@ -141,9 +148,14 @@ class PrismStore(AsyncBatchedBaseStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
         consent: MemoryConsent | None = None,
+        resource_label: int | None = None,
     ) -> None:
         super().__init__()
+        if resource_label is not None and (isinstance(resource_label, bool) or not isinstance(resource_label, int)
+                                           or resource_label < 0):
+            raise InvalidQueryError(f"resource_label must be a label position (an int >= 0), got {resource_label!r}")
         self.memory = memory
+        self.resource_label = resource_label
         self.index_config = index
         self.ttl_config = ttl
         self.consent = consent or MemoryConsent(source="user", scope="user")
@@ -159,6 +171,7 @@ class PrismStore(AsyncBatchedBaseStore):
         embedder: Any = None,
         ttl: TTLConfig | None = None,
         consent: MemoryConsent | None = None,
+        resource_label: int | None = None,
         **options: Any,
     ) -> PrismStore:
         """A store on a new :func:`create_memory` (``vector_store``/``working_store``: ``None`` is the emulator).
@@ -173,7 +186,7 @@ class PrismStore(AsyncBatchedBaseStore):
             embedder = LangChainEmbedder(ensure_embeddings(index["embed"]), dimensions=index["dims"])
         embedder = embedder or create_hash_embedder(64)
         memory = create_memory(tenant_id=tenant_id, resource_id=resource_id, embedder=embedder, **options)
-        return cls(memory, index=index, ttl=ttl, consent=consent)
+        return cls(memory, index=index, ttl=ttl, consent=consent, resource_label=resource_label)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` in order; puts are checked, then written; a failing op raises."""
@@ -191,12 +204,31 @@ class PrismStore(AsyncBatchedBaseStore):
                 raise InvalidQueryError(f"unknown store operation {type(op).__name__}")
         return results
 
+    def _resource(self, labels: Sequence[str]) -> Memory:
+        """The memory of the resource holding ``labels`` (a namespace or a search/list prefix): the store's own,
+        or with ``resource_label`` the resource the label at that position names; a prefix too short to name
+        it (or naming it ``"*"``) raises ``InvalidNamespaceError``: nothing is read across resources."""
+        if self.resource_label is None:
+            return self.memory
+        if len(labels) <= self.resource_label or labels[self.resource_label] == "*":
+            raise InvalidNamespaceError(
+                f"this store keeps a resource per label {self.resource_label}: name it, got {tuple(labels)}")
+        resource = labels[self.resource_label]
+        tenant = self.memory.config.scope.tenant_id
+        try:
+            scope = check_scope(Scope(tenant, resource, None), thread_required=False)
+        except PrismMemoryError as error:
+            raise InvalidNamespaceError(f"label {resource!r} is not a valid resource id: {error}") from error
+        return Memory(dataclasses.replace(self.memory.config, scope=scope))
+
     # -- reads ---------------------------------------------------------------------------------------
 
-    async def _records(self, thread: str | None, filter: dict[str, Any], limit: int | None = None) -> list[MemoryRecord]:
-        """The live records ``filter`` keeps, of one thread or (``None``) of the resource, in the store's order
-        ((thread,) sequence, id); the export gate drops expired, revoked and invisible entries."""
-        memory = self.memory.for_thread(thread) if thread else self.memory
+    async def _records(
+        self, base: Memory, thread: str | None, filter: dict[str, Any], limit: int | None = None
+    ) -> list[MemoryRecord]:
+        """The live records ``filter`` keeps, of one thread or (``None``) of ``base``'s resource, in the store's
+        order ((thread,) sequence, id); the export gate drops expired, revoked and invisible entries."""
+        memory = base.for_thread(thread) if thread else base
         scope = memory.config.scope
         identity = scope if thread else {"tenant_id": scope.tenant_id, "resource_id": scope.resource_id}
         records: list[MemoryRecord] = []
@@ -213,7 +245,7 @@ class PrismStore(AsyncBatchedBaseStore):
 
     async def _get(self, op: GetOp) -> Item | None:
         thread = namespace_thread(tuple(op.namespace))
-        records = await self._records(thread, {"langgraph.key": op.key}, 1)
+        records = await self._records(self._resource(op.namespace), thread, {"langgraph.key": op.key}, 1)
         if not records:
             return None
         if op.refresh_ttl:
@@ -224,8 +256,9 @@ class PrismStore(AsyncBatchedBaseStore):
         if op.limit < 0 or op.offset < 0:
             raise InvalidQueryError("limit and offset must be >= 0")
         filter = {**namespace_filter(op.namespace_prefix), **value_filter(op.filter)}
+        base = self._resource(op.namespace_prefix)
         if op.query is None or self._fields is None:
-            records = await self._records(None, filter, op.offset + op.limit)
+            records = await self._records(base, None, filter, op.offset + op.limit)
             kept = records[op.offset:op.offset + op.limit]
             if op.refresh_ttl:
                 await self._refresh(kept)
@@ -235,14 +268,14 @@ class PrismStore(AsyncBatchedBaseStore):
             raise LimitExceededError(f"a query search reaches the top {MAX_QUERY_HITS} items: offset + limit = {wanted}")
         if op.limit == 0:
             return []
-        searcher = self.memory.for_thread(SEARCH_THREAD)
+        searcher = base.for_thread(SEARCH_THREAD)
         hits = (await searcher.recall(op.query, top_k=wanted, across_threads=True, filter=filter)).hits[op.offset:]
         by_thread: dict[str, list[str]] = {}
         for hit in hits:
             by_thread.setdefault(hit.thread_id, []).append(hit.id)
         found: dict[tuple[str, str], MemoryRecord] = {}
         for thread, keys in by_thread.items():
-            for record in await self._records(thread, {"langgraph.key": {"$in": keys}}):
+            for record in await self._records(base, thread, {"langgraph.key": {"$in": keys}}):
                 found[(thread, record.id)] = record
         kept = [(hit, found[(hit.thread_id, hit.id)]) for hit in hits if (hit.thread_id, hit.id) in found]
         if op.refresh_ttl:
@@ -259,7 +292,7 @@ class PrismStore(AsyncBatchedBaseStore):
                 suffix = tuple(condition.path)
         filter = {f"langgraph.namespace.s{i}": label for i, label in enumerate(prefix) if label != "*"}
         seen: set[tuple[str, ...]] = set()
-        for record in await self._records(None, filter):
+        for record in await self._records(self._resource(prefix), None, filter):
             namespace = _record_namespace(record)
             if not _matches(namespace, prefix, suffix):
                 continue
@@ -271,7 +304,7 @@ class PrismStore(AsyncBatchedBaseStore):
     async def _put(self, op: PutOp) -> None:
         namespace = tuple(op.namespace)
         thread = namespace_thread(namespace)
-        memory = self.memory.for_thread(thread)
+        memory = self._resource(namespace).for_thread(thread)
         if op.value is None:
             await memory.forget([op.key])
             return None
@@ -301,7 +334,8 @@ class PrismStore(AsyncBatchedBaseStore):
             metadata = {k: v for k, v in record.metadata.items() if k != "_lineage"}
             raw = record.metadata.get("_lineage")
             lineage = MemoryLineage(tuple(raw["sourceIds"]), raw.get("reason")) if raw else None
-            memory = self.memory.for_thread(namespace_thread(_record_namespace(record)))
+            namespace = _record_namespace(record)
+            memory = self._resource(namespace).for_thread(namespace_thread(namespace))
             entry = MemoryEntry(record.id, record.text, metadata, consent=record.consent, lineage=lineage, ttl=_ttl(ttl))
             await memory.remember([entry], wait=True)
 

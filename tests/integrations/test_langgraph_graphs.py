@@ -10,6 +10,7 @@ import asyncio
 import json
 from typing import TypedDict
 
+import pytest
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, ToolMessage
@@ -89,8 +90,9 @@ async def run(store, user: str, replies) -> list[ToolMessage]:
     return [message for message in out["messages"] if isinstance(message, ToolMessage)]
 
 
-async def test_agent_with_langmem_tools_keeps_users_apart(make_store):
-    store = make_store()
+@pytest.mark.parametrize("resource_label", [None, 1])
+async def test_agent_with_langmem_tools_keeps_users_apart(make_store, resource_label):
+    store = make_store(resource_label=resource_label)
     await run(store, "user_1", [call("manage_memory", {"content": "Prefers green tea", "action": "create"}, "c1"),
                                 AIMessage(content="Noted.")])
     [stored] = await store.asearch(("memories", "user_1"))

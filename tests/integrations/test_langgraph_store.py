@@ -25,8 +25,9 @@ class Clock:
         return self.now
 
 
-async def test_exact_namespace_segments_isolate_lookalikes(make_store):
-    store = make_store()
+@pytest.mark.parametrize("resource_label", [None, 1])
+async def test_exact_namespace_segments_isolate_lookalikes(make_store, resource_label):
+    store = make_store(resource_label=resource_label)
     for user in ("user_1", "user-1", "user_10"):
         await store.aput(("memories", user), "pref", {"text": f"tea for {user}", "owner": user})
     assert (await store.aget(("memories", "user_1"), "pref")).value == {"text": "tea for user_1", "owner": "user_1"}
@@ -35,8 +36,16 @@ async def test_exact_namespace_segments_isolate_lookalikes(make_store):
         assert [(tuple(hit.namespace), hit.value["owner"]) for hit in hits] == [(("memories", "user_1"), "user_1")]
         assert (hits[0].score is None) == (query is None)
     assert await store.alist_namespaces(prefix=("memories", "user_1")) == [("memories", "user_1")]
-    assert await store.alist_namespaces(prefix=("memories",)) == [
-        ("memories", "user-1"), ("memories", "user_1"), ("memories", "user_10")]
+    if resource_label is None:
+        assert await store.alist_namespaces(prefix=("memories",)) == [
+            ("memories", "user-1"), ("memories", "user_1"), ("memories", "user_10")]
+    else:  # one resource per user: a prefix that does not name the user reads nothing across resources
+        for call in (store.alist_namespaces(prefix=("memories",)), store.asearch(("memories",), query="tea"),
+                     store.asearch(("memories", "*"))):
+            with pytest.raises(InvalidNamespaceError):
+                await call
+        with pytest.raises(InvalidNamespaceError):
+            await store.aput(("memories",), "k", {"text": "no user label"})
 
 
 async def test_value_round_trips_and_put_replaces(make_store):
@@ -133,7 +142,8 @@ async def test_differential_against_langgraphs_in_memory_store(make_store):
     Compared exactly: gets, listings of namespaces, and how many items a search returns (min(limit, matches)).
     Compared by set: what a search returns when its limit reaches every match. The order of a search differs
     legitimately: a listing without a query is in (namespace thread, sequence, key) order here and insertion
-    order in InMemoryStore, and a query's score adds a lexical leg to the cosine similarity."""
+    order in InMemoryStore, and a query's score adds a lexical leg to the cosine similarity. TTLs are not in the
+    sequence: InMemoryStore does not support them (``supports_ttl`` is false); the TTL test above covers them."""
     rng = random.Random(31)
     prism = make_store()
     reference = InMemoryStore(index=INDEX)
