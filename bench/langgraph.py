@@ -15,7 +15,7 @@ both rank by cosine similarity alone and ``differential_mismatches`` counts the 
 differ or whose keys above the 10th score differ (keys tied at the cut may differ: the bag-of-words embedding ties
 often), plus gets of the put items whose values differ.
 
-    pip install -e '.[langgraph]' langgraph-checkpoint-postgres
+    pip install -e '.[langgraph,bench]'
     .venv/bin/python bench/langgraph.py [--items 100000] [--users 1000] [--queries 300] [--puts 300]
 
 The last stdout line is one JSON object; progress goes to stderr.
