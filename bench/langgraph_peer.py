@@ -16,7 +16,7 @@ differ or whose keys above the 10th score differ (keys tied at the cut may diffe
 often), plus gets of the put items whose values differ.
 
     pip install -e '.[langgraph,bench]'
-    .venv/bin/python bench/langgraph.py [--items 100000] [--users 1000] [--queries 300] [--puts 300]
+    .venv/bin/python bench/langgraph_peer.py [--items 100000] [--users 1000] [--queries 300] [--puts 300]
 
 The last stdout line is one JSON object; progress goes to stderr.
 """
@@ -33,16 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
-# This file is bench/langgraph.py: run as a script, its directory comes first on sys.path and would shadow the
-# `langgraph` package. Import LangGraph with that directory set aside, then put it back for the helpers.
-_BENCH_DIR = sys.path.pop(0) if Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent else None
-from langgraph.store.postgres.aio import AsyncPostgresStore  # noqa: E402
-from prism_memory import create_postgres_memory_stores  # noqa: E402
-from prism_memory.integrations.langgraph import PrismStore  # noqa: E402
+from langgraph.store.postgres.aio import AsyncPostgresStore
+from prism_memory import create_postgres_memory_stores
+from prism_memory.integrations.langgraph import PrismStore
 
-if _BENCH_DIR is not None:
-    sys.path.insert(0, _BENCH_DIR)
-from _common import emit, local_postgres, log, scratch_schema  # noqa: E402
+from _common import emit, local_postgres, log, scratch_schema
 
 DIMENSIONS = 64
 VOCABULARY = [f"w{i}" for i in range(500)]
