@@ -27,9 +27,7 @@ import argparse
 import asyncio
 import hashlib
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
