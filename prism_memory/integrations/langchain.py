@@ -33,7 +33,8 @@ from ..stores import RagVectorStore
 from ..types import RagAccessConstraint, RagChunk, RagMatch, RecallHit
 from .loop_bridge import EventLoopThread, LoopBridge
 
-__all__ = ["RECALL_KEY", "UNRESTRICTED", "EventLoopThread", "PrismRetriever", "PrismVectorStore", "Unrestricted"]
+__all__ = ["RECALL_KEY", "RECALL_OPTIONS", "UNRESTRICTED", "UPSERT_BATCH", "EventLoopThread", "PrismRetriever", "PrismVectorStore",
+           "Reader", "Unrestricted"]
 
 #: Chunks per ``upsert`` call (the RAG store's cap); a larger add runs its batches in one transaction.
 UPSERT_BATCH = 1000
