@@ -1,5 +1,5 @@
 """The date terms of a query and the event date they match: the mirror of ``query_date_terms_v1``,
-``event_date_parts_v1``, ``held_terms_v1`` and ``lexical_score_v2``.
+``names_event_date_v1``, ``held_terms_v2`` and ``lexical_score_v2``.
 
 A query's term (:func:`prism_memory.lexical.query_terms`) names a part of a date when it is an English month
 name or abbreviation (``jan`` ... ``dec``, ``sept``), a weekday name or one of ``mon``, ``tue``, ``tues``,
@@ -75,13 +75,13 @@ def query_date_terms(terms: Iterable[str] | None) -> list[DateTerm]:
 
 def event_date_parts(event_at: datetime) -> frozenset[str]:
     """The parts of the date of ``event_at`` (timezone-aware; taken in UTC) a date term can name, as keys
-    (SQL ``event_date_parts_v1``): ``{"month:5", "weekday:7", "year:2023", "day:7"}`` for 2023-05-07."""
+    (what SQL ``names_event_date_v1`` reads of it): ``{"month:5", "weekday:7", "year:2023", "day:7"}`` for 2023-05-07."""
     day = event_at.astimezone(timezone.utc)
     return frozenset((f"month:{day.month}", f"weekday:{day.isoweekday()}", f"year:{day.year}", f"day:{day.day}"))
 
 
 def held_terms(text_terms: Iterable[str], event_at: datetime, date_terms: Sequence[DateTerm]) -> frozenset[str]:
-    """The terms an entry holds for a query (SQL ``held_terms_v1``): its text's and those of ``date_terms`` that
+    """The terms an entry holds for a query (SQL ``held_terms_v2``): its text's and those of ``date_terms`` that
     name a part of its event date ``event_at``."""
     if not date_terms:
         return frozenset(text_terms)

@@ -754,21 +754,40 @@ drop function {{schema}}.correct_v3(text, text, text, text, text, vector, timest
 drop function {{schema}}.set_consent_v2(text, text, text, text, boolean, text, text, timestamptz, timestamptz, timestamptz);
 drop function {{schema}}.recall_v4(text, text, text, vector, text, integer, integer, boolean, text, boolean, timestamptz, double precision, double precision, double precision, boolean, text, jsonb, timestamptz, timestamptz, timestamptz, timestamptz, double precision);
 drop function {{schema}}.recall_gates_v2(text, text, text, text, boolean, boolean, integer, text[], timestamptz, {{schema}}.selection_v1);
-drop function {{schema}}.recall_travellers_v2(text, text, text, vector, text[], tsquery, boolean, text[], timestamptz, integer, double precision, {{schema}}.selection_v1, double precision, text[], text[]);
-drop function {{schema}}.recall_travellers_probe_v2(text, text, text, vector, tsquery, boolean, text[], timestamptz, timestamptz, integer, boolean, {{schema}}.selection_v1, double precision, text[], text[]);
+drop function {{schema}}.recall_travellers_v2(text, text, text, vector, text[], tsquery, boolean, text[], timestamptz, integer, double precision, {{schema}}.selection_v1, double precision, {{schema}}.date_terms_v1);
+drop function {{schema}}.recall_travellers_probe_v2(text, text, text, vector, tsquery, boolean, text[], timestamptz, timestamptz, integer, boolean, {{schema}}.selection_v1, double precision, {{schema}}.date_terms_v1);
 drop function {{schema}}.recall_top_v2({{schema}}.recall_probe_v1[], text, text, text[], tsquery, timestamptz, timestamptz, integer, double precision);
-drop function {{schema}}.recall_rescore_v2(text, text, text, tid[], vector, text[], tsquery, text[], text[]);
-drop function {{schema}}.recall_bounds_v2(text, text, text, vector, tsquery, boolean, timestamptz, timestamptz, integer, {{schema}}.selection_v1, double precision, text[]);
+drop function {{schema}}.recall_rescore_v2(text, text, text, tid[], vector, text[], tsquery, {{schema}}.date_terms_v1);
+drop function {{schema}}.recall_bounds_v2(text, text, text, vector, tsquery, boolean, timestamptz, timestamptz, integer, {{schema}}.selection_v1, double precision, {{schema}}.date_terms_v1);
 drop function {{schema}}.recall_selection_v1(jsonb, timestamptz, timestamptz, timestamptz, timestamptz);
 drop function {{schema}}.selects_v1(jsonb, timestamptz, timestamptz, {{schema}}.selection_v1);
-drop function {{schema}}.lexical_score_v2(tsvector, timestamptz, text[], tsquery, text[], text[]);
-drop function {{schema}}.held_terms_v1(tsvector, timestamptz, text[], text[]);
-drop function {{schema}}.event_date_terms_v1(timestamptz, text[], text[]);
-drop function {{schema}}.event_date_parts_v1(timestamptz);
+drop function {{schema}}.lexical_score_v2(tsvector, timestamptz, text[], tsquery, {{schema}}.date_terms_v1);
+drop function {{schema}}.held_terms_v2(tsvector, timestamptz, {{schema}}.date_terms_v1);
+drop function {{schema}}.names_event_date_v1(timestamptz, {{schema}}.date_terms_v1);
+drop function {{schema}}.query_dates_v1(text[]);
+drop function {{schema}}.might_name_a_date_v1(text[]);
 drop function {{schema}}.query_date_terms_v1(text[]);
+drop function {{schema}}.date_words_v1();
 drop function {{schema}}.remember_batch_v3(text, text[], text[], text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz[], interval[], timestamptz, timestamptz[]);
 drop function {{schema}}.remember_v3(text, text, text, text[], text[], vector[], jsonb[], bigint[], double precision[], jsonb[], timestamptz[], interval[], timestamptz, timestamptz[]);
 
+-- On a distributed install, the delegated copies of set_consent_v2,
+-- correct_v3 and list_entries_v3 (prism_memory/citus.py) still return
+-- entry_record_v2: they go with it (distribute() copies the functions this
+-- downgrade restores afterwards).
+do $$
+declare
+  v_function regprocedure;
+begin
+  for v_function in
+    select d.objid::regprocedure from pg_depend d
+    where d.classid = 'pg_proc'::regclass and d.refclassid = 'pg_type'::regclass
+      and d.refobjid = '{{schema}}.entry_record_v2'::regtype
+  loop
+    execute format('drop function %s', v_function);
+  end loop;
+end $$;
+drop type {{schema}}.date_terms_v1;
 drop type {{schema}}.selection_v1;
 drop type {{schema}}.entry_record_v2;
 alter table {{entries}} drop column occurred_at;

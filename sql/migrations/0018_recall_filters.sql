@@ -39,15 +39,19 @@
 -- The lexical leg sees an entry's event date, at query time (no table is
 -- rewritten): query_date_terms_v1(p_terms text[]) says which of a query's
 -- terms name a month, weekday, year or day of the month (as tokenizer v2
--- stems them), event_date_parts_v1 gives those parts of an event date
--- (occurred_at, else created_at, in UTC), event_date_terms_v1 the date terms
--- an event date has, held_terms_v1 adds them to an entry's text_tsv, and
--- lexical_score_v2 scores over them, each term counted once. recall_v4 scores every leg with it (the
--- thread's through recall_rescore_v2, which replaces recall_rescore_v1 there;
+-- stems them; the words: date_words_v1), might_name_a_date_v1 spares the
+-- queries that name none the rest, query_dates_v1 gathers them by what they name (date_terms_v1:
+-- per part, the terms at the subscript of their value), names_event_date_v1
+-- says whether one names a part of an event date (occurred_at, else
+-- created_at, in UTC: one subscript per part a term names, so a query
+-- without date terms pays one test per row), and held_terms_v2 adds those
+-- terms to an entry's text_tsv, and lexical_score_v2 scores over them, each
+-- term counted once. recall_v4 scores every leg with it (the thread's
+-- through recall_rescore_v2, which replaces recall_rescore_v1 there;
 -- recall_v3 keeps v1), and its exact first passes (recall_bounds_v2,
--- recall_travellers_probe_v2) give a row the + p_lexical_weight bound when its
--- event date has a part a date term names. A query without date terms scores
--- as before.
+-- recall_travellers_probe_v2) give a row the + p_lexical_weight bound when a
+-- date term names a part of its event date. A query without date terms
+-- scores as before.
 
 {{pin_search_path}}
 
@@ -60,6 +64,8 @@ create type {{schema}}.entry_record_v2 as (
 create type {{schema}}.selection_v1 as (
   path jsonpath, occurred_after timestamptz, occurred_before timestamptz,
   created_after timestamptz, created_before timestamptz);
+create type {{schema}}.date_terms_v1 as (
+  months tsvector[], weekdays tsvector[], days tsvector[], years tsvector[]);
 
 -- file functions/install_info_v1.sql
 -- What this install is: checked by the Python caller before any other call.
@@ -421,108 +427,160 @@ end;
 $$;
 -- end of functions/remember_batch_v2.sql
 
+-- file functions/date_words_v1.sql
+-- The words that name a month or a weekday, as tokenizer v2 stems them, each
+-- with what it names ('month:1' .. 'month:12', 'weekday:1' .. 'weekday:7'):
+-- the English names and jan ... dec, sept, mon, tue, tues, thu, thur, thurs
+-- (not wed, fri, sat or sun: the stems of wedding, fried, sat and sun); may
+-- stems to mai, so the modal verb names May too. A constant, folded into the
+-- queries that use it (query_date_terms_v1, might_name_a_date_v1).
+create or replace function {{schema}}.date_words_v1()
+returns jsonb
+language sql immutable parallel safe
+return '{"januari": "month:1", "jan": "month:1", "februari": "month:2", "feb": "month:2",
+       "march": "month:3", "mar": "month:3", "april": "month:4", "apr": "month:4",
+       "mai": "month:5", "june": "month:6", "jun": "month:6", "juli": "month:7",
+       "jul": "month:7", "august": "month:8", "aug": "month:8", "septemb": "month:9",
+       "sep": "month:9", "sept": "month:9", "octob": "month:10", "oct": "month:10",
+       "novemb": "month:11", "nov": "month:11", "decemb": "month:12", "dec": "month:12",
+       "mondai": "weekday:1", "mon": "weekday:1", "tuesdai": "weekday:2", "tue": "weekday:2",
+       "wednesdai": "weekday:3", "thursdai": "weekday:4", "thu": "weekday:4",
+       "thur": "weekday:4", "fridai": "weekday:5", "saturdai": "weekday:6",
+       "sundai": "weekday:7"}'::jsonb;
+-- end of functions/date_words_v1.sql
+
 -- file functions/query_date_terms_v1.sql
 -- What each of a query's terms (p_terms, as query_terms_v2 gives them) that
 -- names a part of a date denotes, one row per such term in the order of
 -- p_terms (none for NULL):
---   part 'month',   value 1-12: an English month name or jan ... dec, sept,
---                   as tokenizer v2 stems them (january gives januari, may
---                   gives mai: the modal verb "may" names May too);
---   part 'weekday', value 1-7 (ISO, Monday 1): a weekday's name, or mon, tue,
---                   tues, thu, thur, thurs (not wed, fri, sat or sun: the
---                   stems of wedding, fried, sat and sun);
+--   part 'month',   value 1-12, and
+--   part 'weekday', value 1-7 (ISO, Monday 1): a date word (date_words_v1);
 --   part 'year',    value 1000-9999: four digits;
 --   part 'day',     value 1-31 (of the month): one or two digits (7, 07) or
 --                   an ordinal (7th, 21st).
--- recall_v4 matches them against an entry's event date (event_date_parts_v1,
--- held_terms_v1). prism_memory/lexical_dates.py mirrors it (query_date_terms).
+-- query_dates_v1 gathers them for recall_v4. prism_memory/lexical_dates.py
+-- mirrors it (query_date_terms). A body parsed when it is created, so that it
+-- is inlined into the query that calls it.
 create or replace function {{schema}}.query_date_terms_v1(p_terms text[])
 returns table (term text, part text, value integer)
 language sql immutable parallel safe
-set search_path from current
-as $$
-  select t.term,
-         coalesce(n.part, case when t.term ~ '^[1-9][0-9]{3}$' then 'year' else 'day' end),
-         coalesce(n.value, substring(t.term from '^[0-9]+')::integer)
-  from unnest(p_terms) with ordinality as t(term, position)
-  left join (values ('januari', 'month', 1), ('jan', 'month', 1), ('februari', 'month', 2), ('feb', 'month', 2),
-                    ('march', 'month', 3), ('mar', 'month', 3), ('april', 'month', 4), ('apr', 'month', 4),
-                    ('mai', 'month', 5), ('june', 'month', 6), ('jun', 'month', 6), ('juli', 'month', 7),
-                    ('jul', 'month', 7), ('august', 'month', 8), ('aug', 'month', 8), ('septemb', 'month', 9),
-                    ('sep', 'month', 9), ('sept', 'month', 9), ('octob', 'month', 10), ('oct', 'month', 10),
-                    ('novemb', 'month', 11), ('nov', 'month', 11), ('decemb', 'month', 12), ('dec', 'month', 12),
-                    ('mondai', 'weekday', 1), ('mon', 'weekday', 1), ('tuesdai', 'weekday', 2),
-                    ('tue', 'weekday', 2), ('wednesdai', 'weekday', 3), ('thursdai', 'weekday', 4),
-                    ('thu', 'weekday', 4), ('thur', 'weekday', 4), ('fridai', 'weekday', 5),
-                    ('saturdai', 'weekday', 6), ('sundai', 'weekday', 7)) as n(term, part, value)
-    on n.term = t.term
-  where n.term is not null
-     or t.term ~ '^[1-9][0-9]{3}$'
-     or t.term ~ '^(0?[1-9]|[12][0-9]|3[01])(st|nd|rd|th)?$'
-  order by t.position
-$$;
+begin atomic
+  select t.term, split_part(t.denotes, ':', 1), split_part(t.denotes, ':', 2)::integer
+  from (select u.term, u.position,
+               -- A word is looked up (date_words_v1: a binary search); only a term
+               -- that starts with a digit is matched against the patterns.
+               coalesce({{schema}}.date_words_v1() ->> u.term,
+                        case when ascii(u.term) between 48 and 57 then  -- 0-9
+                          case when u.term ~ '^[1-9][0-9]{3}$' then 'year:' || u.term
+                               when u.term ~ '^(0?[1-9]|[12][0-9]|3[01])(st|nd|rd|th)?$'
+                               then 'day:' || substring(u.term from '^[0-9]+')::integer
+                          end
+                        end) as denotes
+        from unnest(p_terms) with ordinality as u(term, position)) as t
+  where t.denotes is not null
+  order by t.position;
+end;
 -- end of functions/query_date_terms_v1.sql
 
--- file functions/event_date_parts_v1.sql
--- The parts of an entry's event date (p_event_at: its occurred_at, else its
--- created_at) a query's date terms can name, the date taken in UTC, as keys
--- 'part:value' of query_date_terms_v1's parts: its month, ISO weekday, year
--- and day of the month ('{month:5,weekday:7,year:2023,day:7}' for any time of
--- 2023-05-07 UTC). Its elements are NULL for NULL.
-create or replace function {{schema}}.event_date_parts_v1(p_event_at timestamptz)
-returns text[]
+-- file functions/might_name_a_date_v1.sql
+-- Whether a query's terms (p_terms, as query_terms_v2 gives them) may name a
+-- part of a date: one of them is a date word (date_words_v1) or starts with a
+-- digit. A cheap test that spares most queries query_dates_v1; false does not
+-- miss a date term (query_date_terms_v1 finds none then). One expression,
+-- inlined into the statement that uses it.
+create or replace function {{schema}}.might_name_a_date_v1(p_terms text[])
+returns boolean
 language sql immutable parallel safe
-return array['month:' || extract(month from p_event_at at time zone 'UTC')::integer,
-             'weekday:' || extract(isodow from p_event_at at time zone 'UTC')::integer,
-             'year:' || extract(year from p_event_at at time zone 'UTC')::integer,
-             'day:' || extract(day from p_event_at at time zone 'UTC')::integer];
--- end of functions/event_date_parts_v1.sql
+return {{schema}}.date_words_v1() ?| p_terms or array_to_string(p_terms, ' ') ~ '(^| )[0-9]';
+-- end of functions/might_name_a_date_v1.sql
 
--- file functions/event_date_terms_v1.sql
--- The date terms of a query (p_date_terms, each denoting the part p_date_keys
--- names at the same position: query_date_terms_v1's part and value as
--- event_date_parts_v1 writes them, 'month:5') that name a part of the event
--- date p_event_at, in no order; empty for a NULL p_event_at.
-create or replace function {{schema}}.event_date_terms_v1(
-  p_event_at timestamptz, p_date_terms text[], p_date_keys text[])
-returns text[]
+-- file functions/query_dates_v1.sql
+-- A query's date terms (query_date_terms_v1 over p_terms) as recall_v4 reads
+-- them against each entry (date_terms_v1): each term at the subscript of the
+-- value it names, in its part's array; terms naming one value (sep, sept)
+-- share it. NULL when no term names a part of a date (or p_terms is NULL).
+create or replace function {{schema}}.query_dates_v1(p_terms text[])
+returns {{schema}}.date_terms_v1
+language plpgsql immutable
+set search_path from current
+as $$
+declare
+  v_term record;
+  v_found boolean := false;
+  v_months tsvector[];
+  v_weekdays tsvector[];
+  v_days tsvector[];
+  v_years tsvector[];
+begin
+  for v_term in select d.term, d.part, d.value, array_to_tsvector(array[d.term]) as lexeme
+                from query_date_terms_v1(p_terms) as d loop
+    v_found := true;
+    case v_term.part
+      when 'month' then v_months[v_term.value] := coalesce(v_months[v_term.value], '') || v_term.lexeme;
+      when 'weekday' then v_weekdays[v_term.value] := coalesce(v_weekdays[v_term.value], '') || v_term.lexeme;
+      when 'day' then v_days[v_term.value] := coalesce(v_days[v_term.value], '') || v_term.lexeme;
+      else v_years[v_term.value] := coalesce(v_years[v_term.value], '') || v_term.lexeme;
+    end case;
+  end loop;
+  return case when v_found then row(v_months, v_weekdays, v_days, v_years)::{{schema}}.date_terms_v1 end;
+end;
+$$;
+-- end of functions/query_dates_v1.sql
+
+-- file functions/names_event_date_v1.sql
+-- Whether a date term of p_dates (query_dates_v1) names a part of the event
+-- date p_event_at (an entry's occurred_at, else its created_at), the date
+-- taken in UTC: its month, ISO weekday, day of the month or year. False for a
+-- NULL p_dates (a query without date terms), at the cost of one test; a
+-- part's array that is NULL is never subscripted, so a part no term names
+-- costs next to nothing. One expression, inlined into the queries that use it.
+create or replace function {{schema}}.names_event_date_v1(p_event_at timestamptz, p_dates {{schema}}.date_terms_v1)
+returns boolean
 language sql immutable parallel safe
-return array(select d.term
-             from unnest({{schema}}.event_date_parts_v1(p_event_at)) as k(key)
-             join unnest(p_date_terms, p_date_keys) as d(term, key) on d.key = k.key);
--- end of functions/event_date_terms_v1.sql
+return not (p_dates is null)
+       and ((p_dates).months[date_part('month', p_event_at at time zone 'UTC')::integer] is not null
+            or (p_dates).weekdays[date_part('isodow', p_event_at at time zone 'UTC')::integer] is not null
+            or (p_dates).days[date_part('day', p_event_at at time zone 'UTC')::integer] is not null
+            or (p_dates).years[date_part('year', p_event_at at time zone 'UTC')::integer] is not null);
+-- end of functions/names_event_date_v1.sql
 
--- file functions/held_terms_v1.sql
+-- file functions/held_terms_v2.sql
 -- The terms an entry holds for a query: those of its text (p_text_tsv) and
--- the query's date terms that name a part of its event date p_event_at
--- (event_date_terms_v1 over p_date_terms and p_date_keys). A term held both
--- ways is one lexeme. Without date terms (an empty or NULL p_date_terms),
--- p_text_tsv as it is. One expression, inlined into the queries that use it.
-create or replace function {{schema}}.held_terms_v1(
-  p_text_tsv tsvector, p_event_at timestamptz, p_date_terms text[], p_date_keys text[])
+-- the query's date terms (p_dates, from query_dates_v1) that name a part of
+-- its event date p_event_at (names_event_date_v1). A term held both ways is
+-- one lexeme. p_text_tsv as it is when no date term names its event date.
+-- lexical_score_v2 scores it. One expression, inlined into the queries that
+-- use it.
+create or replace function {{schema}}.held_terms_v2(
+  p_text_tsv tsvector, p_event_at timestamptz, p_dates {{schema}}.date_terms_v1)
 returns tsvector
 language sql immutable parallel safe
-return case when coalesce(cardinality(p_date_terms), 0) = 0 then p_text_tsv
-            else p_text_tsv || array_to_tsvector({{schema}}.event_date_terms_v1(p_event_at, p_date_terms, p_date_keys))
+return case when {{schema}}.names_event_date_v1(p_event_at, p_dates)
+            then p_text_tsv
+                 || coalesce((p_dates).months[date_part('month', p_event_at at time zone 'UTC')::integer], '')
+                 || coalesce((p_dates).weekdays[date_part('isodow', p_event_at at time zone 'UTC')::integer], '')
+                 || coalesce((p_dates).days[date_part('day', p_event_at at time zone 'UTC')::integer], '')
+                 || coalesce((p_dates).years[date_part('year', p_event_at at time zone 'UTC')::integer], '')
+            else p_text_tsv
        end;
--- end of functions/held_terms_v1.sql
+-- end of functions/held_terms_v2.sql
 
 -- file functions/lexical_score_v2.sql
--- The lexical leg of recall_v4's score: the share of the query's distinct
--- terms (p_terms, with p_any_term their OR) that the entry holds
--- (held_terms_v1: in its text_tsv, p_text_tsv, or, for a date term of
--- p_date_terms and p_date_keys, in its event date p_event_at), each term
--- counted once; 0 when the query has no terms. Without date terms it is
--- lexical_score_v1, inlined: one expression, inlined into recall.
+-- The lexical leg of recall_v4's score: lexical_score_v1 over the terms the
+-- entry holds for the query (held_terms_v2: those of its text p_text_tsv,
+-- and the date terms of p_dates that name a part of its event date
+-- p_event_at), each term counted once. When no date term names its event
+-- date (always, for a NULL p_dates), lexical_score_v1 over p_text_tsv,
+-- inlined: one expression, inlined into the queries that use it.
 create or replace function {{schema}}.lexical_score_v2(
   p_text_tsv tsvector, p_event_at timestamptz, p_terms text[], p_any_term tsquery,
-  p_date_terms text[], p_date_keys text[])
+  p_dates {{schema}}.date_terms_v1)
 returns double precision
 language sql immutable parallel safe
-return case when coalesce(cardinality(p_date_terms), 0) = 0
-            then {{schema}}.lexical_score_v1(p_text_tsv, p_terms, p_any_term)
-            else {{schema}}.lexical_score_v1(
-                   {{schema}}.held_terms_v1(p_text_tsv, p_event_at, p_date_terms, p_date_keys), p_terms, p_any_term)
+return case when {{schema}}.names_event_date_v1(p_event_at, p_dates)
+            then {{schema}}.lexical_score_v1({{schema}}.held_terms_v2(p_text_tsv, p_event_at, p_dates), p_terms,
+                                             p_any_term)
+            else {{schema}}.lexical_score_v1(p_text_tsv, p_terms, p_any_term)
        end;
 -- end of functions/lexical_score_v2.sql
 
@@ -594,17 +652,16 @@ $$;
 -- each row as its ctid (same snapshot as the caller, a stable function) and
 --   upper = similarity + p_lexical_weight when the row holds a query term, else similarity
 -- (lexical <= 1, so no row's exact score exceeds it): its tsvector holds a
--- term of p_any_term, or its event date (occurred_at, else created_at) has a
--- part p_date_keys names (the query's date terms: event_date_parts_v1; an
--- empty p_date_keys, a query without date terms, costs one test per row that
--- holds no term). Tombstones are not read
+-- term of p_any_term, or a date term of p_dates names a part of its event
+-- date (occurred_at, else created_at: names_event_date_v1; a NULL p_dates, a
+-- query without date terms, costs one test per row that holds no term). Tombstones are not read
 -- here. One single-table statement on the tenant's predicate, which Citus
 -- plans on its fast path (for the shard directly, never printed back to text);
 -- plain PostgreSQL runs it from its plan cache.
 create or replace function {{schema}}.recall_bounds_v2(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_query_embedding vector, p_any_term tsquery,
   p_require_consent boolean, p_cutoff timestamptz, p_now timestamptz, p_limit integer,
-  p_selection {{schema}}.selection_v1, p_lexical_weight double precision, p_date_keys text[])
+  p_selection {{schema}}.selection_v1, p_lexical_weight double precision, p_dates {{schema}}.date_terms_v1)
 returns table (row_id tid, upper double precision)
 language plpgsql stable
 set search_path from current
@@ -616,8 +673,7 @@ begin
     select e.ctid,
            (1::float8 - (e.embedding <=> p_query_embedding))
            + case when e.text_tsv @@ p_any_term
-                    or (p_date_keys <> '{}'
-                        and p_date_keys && event_date_parts_v1(coalesce(e.occurred_at, e.created_at)))
+                    or names_event_date_v1(coalesce(e.occurred_at, e.created_at), p_dates)
                   then p_lexical_weight else 0::float8 end as upper
     from {{entries}} e
     where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id
@@ -635,8 +691,8 @@ $$;
 -- recall_v4's exact scores of rows its first pass kept (p_row_ids: ctids of
 -- the tenant's entries in the thread, read in the caller's snapshot):
 --   similarity = 1 - cosine distance, lexical = lexical_score_v2 over p_terms,
---   its date terms p_date_terms and p_date_keys matched against the entry's
---   event date (occurred_at, else created_at)
+--   the query's date terms p_dates matched against the entry's event date
+--   (occurred_at, else created_at)
 -- Rows of other scopes (none, from recall_bounds_v2) are left out;
 -- tombstones are the caller's to apply. A single-table statement on the
 -- tenant's predicate (see recall_bounds_v2), read by a TID scan only: a
@@ -644,7 +700,7 @@ $$;
 -- row with every ctid given.
 create or replace function {{schema}}.recall_rescore_v2(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_row_ids tid[], p_query_embedding vector,
-  p_terms text[], p_any_term tsquery, p_date_terms text[], p_date_keys text[])
+  p_terms text[], p_any_term tsquery, p_dates {{schema}}.date_terms_v1)
 returns table (row_id tid, id text, sequence bigint, importance double precision, created_at timestamptz,
                similarity double precision, lexical double precision)
 language plpgsql stable
@@ -656,8 +712,7 @@ begin
   return query
     select e.ctid, e.id, e.sequence, e.importance, e.created_at,
            1::float8 - (e.embedding <=> p_query_embedding),
-           lexical_score_v2(e.text_tsv, coalesce(e.occurred_at, e.created_at), p_terms, p_any_term,
-                            p_date_terms, p_date_keys)
+           lexical_score_v2(e.text_tsv, coalesce(e.occurred_at, e.created_at), p_terms, p_any_term, p_dates)
     from {{entries}} e
     where e.tenant_id = p_tenant_id and e.ctid = any(p_row_ids)
       and e.resource_id = p_resource_id and e.thread_id = p_thread_id;
@@ -713,11 +768,11 @@ $$;
 -- injectable (under p_require_consent), live under p_resource_cutoff (the
 -- resource's own policy; recall_top_v2 applies each thread's) and kept by
 -- p_selection (selects_v1), as probes. A probe's text_tsv is the terms the
--- row holds for the query (held_terms_v1: its text's, and the query's date
--- terms p_date_terms, p_date_keys, that name a part of its event date).
+-- row holds for the query (held_terms_v2: its text's, and the query's date
+-- terms, p_dates, that name a part of its event date).
 -- p_exact: as the thread's own are read (recall_bounds_v1), one narrow pass
 -- bounds each row's score (similarity, plus p_lexical_weight when its text holds a term of
--- p_any_term or its event date a part p_date_keys names), then the p_limit best bounds (every row when NULL) are read
+-- p_any_term or a date term of p_dates names a part of its event date), then the p_limit best bounds (every row when NULL) are read
 -- again; floor is the lowest bound among them (the highest a row left out
 -- could have). Otherwise the p_limit nearest are read through the travellers'
 -- partial HNSW index (pinned installs of at most 2,000 dimensions, whose width
@@ -728,7 +783,7 @@ create or replace function {{schema}}.recall_travellers_probe_v2(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_query_embedding vector, p_any_term tsquery,
   p_require_consent boolean, p_foreign text[], p_resource_cutoff timestamptz, p_now timestamptz, p_limit integer,
   p_exact boolean, p_selection {{schema}}.selection_v1, p_lexical_weight double precision,
-  p_date_terms text[], p_date_keys text[], out probes {{schema}}.recall_probe_v1[], out probed bigint, out floor double precision)
+  p_dates {{schema}}.date_terms_v1, out probes {{schema}}.recall_probe_v1[], out probed bigint, out floor double precision)
 language plpgsql stable
 set search_path from current
 as $$
@@ -742,8 +797,7 @@ begin
         select e.ctid as row_id,
                (1::float8 - (e.embedding <=> p_query_embedding))
                + case when e.text_tsv @@ p_any_term
-                        or (p_date_keys <> '{}'
-                            and p_date_keys && event_date_parts_v1(coalesce(e.occurred_at, e.created_at)))
+                        or names_event_date_v1(coalesce(e.occurred_at, e.created_at), p_dates)
                       then p_lexical_weight else 0::float8 end as upper
         from {{entries}} e
         where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id <> p_thread_id
@@ -759,8 +813,7 @@ begin
       )
       select array(select row(e.ctid, p_resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,
                               1::float8 - (e.embedding <=> p_query_embedding),
-                              held_terms_v1(e.text_tsv, coalesce(e.occurred_at, e.created_at), p_date_terms,
-                                            p_date_keys),
+                              held_terms_v2(e.text_tsv, coalesce(e.occurred_at, e.created_at), p_dates),
                               e.expires_at, e.sources_created_at, e.sources_expire_at)::{{schema}}.recall_probe_v1
                    from bounds b
                    join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = b.row_id) as probes,
@@ -780,7 +833,7 @@ begin
           || ' count(*), min(p.similarity) + $11'
           || ' from (select e.ctid as row_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,'
           || ' e.expires_at, e.sources_created_at, e.sources_expire_at,'
-          || ' {{schema}}.held_terms_v1(e.text_tsv, coalesce(e.occurred_at, e.created_at), $12, $13) as text_tsv,'
+          || ' {{schema}}.held_terms_v2(e.text_tsv, coalesce(e.occurred_at, e.created_at), $12) as text_tsv,'
           || ' 1::float8 - (e.embedding <=> $4) as similarity'
           || ' from {{entries}} e'
           || ' where e.tenant_id = $1 and e.resource_id = $2 and e.thread_id <> $3 and e.thread_id <> all ($9)'
@@ -792,7 +845,7 @@ begin
           || ' order by e.embedding <=> $4 limit $8) as p'
     into probes, probed, floor
     using p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, p_require_consent, p_resource_cutoff,
-          p_now, p_limit, p_foreign, p_selection, p_lexical_weight, p_date_terms, p_date_keys;
+          p_now, p_limit, p_foreign, p_selection, p_lexical_weight, p_dates;
   perform set_config('enable_indexscan', 'off', true);  -- as recall_v4 runs
 end;
 $$;
@@ -804,7 +857,7 @@ $$;
 -- p_thread_id: the entries that may leave them (leaves_thread_v1, which have
 -- an index of their own), outside the threads of p_foreign, read by
 -- recall_travellers_probe_v2, kept by p_selection, their lexical leg with
--- the query's date terms (p_date_terms, p_date_keys). Up to 5,000 travellers are ranked exactly, as
+-- the query's date terms (p_dates). Up to 5,000 travellers are ranked exactly, as
 -- the thread's own are. Over that, on an install with the travellers' HNSW
 -- index (a pinned width of at most 2,000), the nearest are read through it,
 -- 256, then 786 if need be, until the p_keep-th best exact score (theirs, or
@@ -818,7 +871,7 @@ create or replace function {{schema}}.recall_travellers_v2(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_query_embedding vector, p_terms text[],
   p_any_term tsquery, p_require_consent boolean, p_foreign text[], p_now timestamptz, p_keep integer,
   p_bar double precision, p_selection {{schema}}.selection_v1, p_lexical_weight double precision,
-  p_date_terms text[], p_date_keys text[])
+  p_dates {{schema}}.date_terms_v1)
 returns {{schema}}.recall_candidate_v1[]
 language plpgsql stable
 set search_path from current
@@ -846,7 +899,7 @@ begin
     select t.probes, t.probed, t.floor into v_probes, v_probed, v_floor
     from recall_travellers_probe_v2(p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, p_any_term,
                                     p_require_consent, p_foreign, v_resource_cutoff, p_now, v_probe, v_exact,
-                                    p_selection, p_lexical_weight, p_date_terms, p_date_keys) as t;
+                                    p_selection, p_lexical_weight, p_dates) as t;
     v_found := recall_top_v2(v_probes, p_tenant_id, p_resource_id, p_terms, p_any_term, v_resource_cutoff,
                              p_now, p_keep, p_lexical_weight);
     exit when v_probe is null or (v_exact and v_probed < v_probe)
@@ -1066,8 +1119,8 @@ declare
   v_terms text[] := query_terms_v2(coalesce(p_query_text, ''));  -- the one place the query's terms come from
   -- Any-term query: terms hold no quote or backslash, so quote_literal is a safe operand.
   v_any_term tsquery := (select string_agg(quote_literal(term), ' | ')::tsquery from unnest(v_terms) as term);
-  v_date_terms text[];            -- the query's terms naming a part of a date ...
-  v_date_keys text[];             -- ... and the part each names, as event_date_parts_v1 writes it
+  -- Its terms naming a part of a date (NULL: none), read only when one might.
+  v_dates {{schema}}.date_terms_v1 := case when might_name_a_date_v1(v_terms) then query_dates_v1(v_terms) end;
   v_width integer;
   v_keep integer;                 -- candidates per source: top_k, or top_k x 4 with scoring
   v_cutoff timestamptz;           -- the oldest created_at still live in the thread
@@ -1079,9 +1132,12 @@ declare
   v_floor double precision;       -- the highest score a row left out could have
   v_recorded record;
   v_foreign text[] := '{}';       -- the resource's other threads whose entries another model of this width embedded
-  v_selection {{schema}}.selection_v1 := recall_selection_v1(p_filter, p_occurred_after, p_occurred_before,
-                                                             p_created_after, p_created_before);
+  v_selection {{schema}}.selection_v1;  -- what the read selects (recall_selection_v1); NULL: every entry
 begin
+  if num_nonnulls(p_filter, p_occurred_after, p_occurred_before, p_created_after, p_created_before) > 0 then
+    v_selection := recall_selection_v1(p_filter, p_occurred_after, p_occurred_before, p_created_after,
+                                       p_created_before);
+  end if;
   p_now := v_clock;  -- the server's clock for a tenant-bound role
   perform assert_now_v1(p_now);  -- expiry is measured against it
   perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
@@ -1159,9 +1215,6 @@ begin
                            and m.model_id <> p_model_id);
     end if;
   end if;
-  select coalesce(array_agg(d.term), '{}'), coalesce(array_agg(d.part || ':' || d.value), '{}')
-    into v_date_terms, v_date_keys
-  from query_date_terms_v1(v_terms) as d;
   v_keep := case when v_scored then p_top_k * 4 else p_top_k end;
   v_cutoff := retention_cutoff_v1(p_tenant_id, p_resource_id, p_thread_id, p_now);
 
@@ -1185,12 +1238,12 @@ begin
     select coalesce(array_agg(b.row_id), '{}'), count(*), min(b.upper) into v_row_ids, v_probed, v_floor
     from recall_bounds_v2(p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, v_any_term,
                           p_require_consent, v_cutoff, p_now, v_probe, v_selection, p_lexical_weight,
-                          v_date_keys) as b;
+                          v_dates) as b;
     v_candidates := array(
       select row(r.row_id, p_resource_id, p_thread_id, r.id, r.sequence, r.importance, r.created_at,
                  r.similarity, r.lexical)::{{schema}}.recall_candidate_v1
       from recall_rescore_v2(p_tenant_id, p_resource_id, p_thread_id, v_row_ids, p_query_embedding, v_terms,
-                             v_any_term, v_date_terms, v_date_keys) as r
+                             v_any_term, v_dates) as r
       where r.id not in (select t.entry_id from unnest(v_tombstones) as t(entry_id))  -- a hashed subplan
       order by r.similarity + p_lexical_weight * r.lexical desc, r.sequence asc, r.id collate "C" asc
       limit v_keep);
@@ -1221,7 +1274,7 @@ begin
     v_candidates := v_candidates || recall_travellers_v2(
       p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, v_terms, v_any_term, p_require_consent, v_foreign,
       p_now, v_keep, (v_candidates[v_keep]).similarity + p_lexical_weight * (v_candidates[v_keep]).lexical,
-      v_selection, p_lexical_weight, v_date_terms, v_date_keys);
+      v_selection, p_lexical_weight, v_dates);
   end if;
 
   if p_share_parent_thread_id is not null then
@@ -1232,7 +1285,7 @@ begin
       from (select e.ctid as row_id, e.resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,
                    1::float8 - (e.embedding <=> p_query_embedding) as similarity,
                    lexical_score_v2(e.text_tsv, coalesce(e.occurred_at, e.created_at), v_terms, v_any_term,
-                                    v_date_terms, v_date_keys) as lexical
+                                    v_dates) as lexical
             from (select g.resource_id, g.thread_id, g.source_ids,
                          retention_cutoff_v1(p_tenant_id, g.resource_id, g.thread_id, p_now) as cutoff
                   from recall_grants_v1(p_tenant_id, p_resource_id, p_thread_id, p_share_parent_thread_id, p_now) as g

@@ -46,6 +46,14 @@ create type {{schema}}.selection_v1 as (
   path jsonpath, occurred_after timestamptz, occurred_before timestamptz,
   created_after timestamptz, created_before timestamptz);
 
+-- A query's date terms (query_dates_v1 builds it) by what each names: months,
+-- weekdays, days and years each hold, at the subscript of the value a term
+-- names (month 1-12, ISO weekday 1-7, day of the month 1-31, year
+-- 1000-9999), the terms that name it; NULL at a value no term names. An
+-- entry's event date is matched with one subscript per part (names_event_date_v1).
+create type {{schema}}.date_terms_v1 as (
+  months tsvector[], weekdays tsvector[], days tsvector[], years tsvector[]);
+
 -- Working memory: one versioned JSON document per tenant/resource, or per
 -- tenant/resource/thread. thread_id = '' is the resource-scoped record.
 create table {{working}} (

@@ -169,6 +169,18 @@ def test_query_date_terms_v1_is_what_lexical_dates_says(pg_dsn):
         date.term for date in query_date_terms(terms)}
 
 
+def test_might_name_a_date_v1_never_misses_a_date_term(pg_dsn):
+    """The test that spares a query query_dates_v1 is true for every term query_date_terms_v1 reads as a date,
+    and false for plain words."""
+    words = MONTHS + WEEKDAYS + [m[:3] for m in MONTHS] + ["sept", "tues", "thurs", "may", "lisbon", "wedding", "sun"]
+    terms = sorted({porter_stem(word) for word in words} | {"7", "07", "31st", "2023", "5pm", "0", "x7"})
+    rows = sql(pg_dsn, "select t.term, prism_memory.might_name_a_date_v1(array[t.term]), "
+                       "exists (select from prism_memory.query_date_terms_v1(array[t.term])) "
+                       "from unnest(%s::text[]) as t(term)", terms)
+    assert all(might for _, might, named in rows if named)
+    assert {term for term, might, _ in rows if not might} == {"lisbon", "wed", "sun", "x7"}
+
+
 @pytest.mark.parametrize("terms", [None, [], [""], ["mai", "mai"], [str(n) for n in range(1, 33)]])
 def test_query_date_terms_v1_edge_inputs(pg_dsn, terms):
     rows = sql(pg_dsn, "select term, part, value from prism_memory.query_date_terms_v1(%s::text[])", terms)
@@ -189,12 +201,22 @@ def test_the_sql_query_terms_of_a_dated_query(pg_dsn):
     datetime(2023, 5, 7, 23, 59, tzinfo=timezone.utc),
     datetime(2023, 5, 7, 23, 30, tzinfo=timezone(timedelta(hours=-2))),  # 8 May in UTC
     datetime(2024, 2, 29, 0, 0, tzinfo=timezone(timedelta(hours=5))),   # 28 Feb in UTC
-    datetime(1, 1, 1, 12, tzinfo=timezone.utc),
+    datetime(1000, 1, 1, 12, tzinfo=timezone.utc),
     datetime(9999, 12, 31, tzinfo=timezone.utc),
 ])
-def test_event_date_parts_v1_takes_the_date_in_utc(pg_dsn, event_at):
-    [(parts,)] = sql(pg_dsn, "select prism_memory.event_date_parts_v1(%s::timestamptz)", event_at)
-    assert set(parts) == event_date_parts(event_at)
+def test_names_event_date_v1_takes_the_date_in_utc(pg_dsn, event_at):
+    """Each date term alone, and all of them together, name the event date exactly when lexical_dates says so."""
+    terms = sorted({porter_stem(word) for word in MONTHS + WEEKDAYS} | {str(n) for n in range(1, 32)}
+                   | {"2023", "2024", "1000", "9999", "5th", "07"})
+    rows = sql(pg_dsn, "select t.term, prism_memory.names_event_date_v1(%s, prism_memory.query_dates_v1(array[t.term])) "
+                       "from unnest(%s::text[]) as t(term)", event_at, terms)
+    parts = event_date_parts(event_at)
+    assert dict(rows) == {term: query_date_terms([term])[0].key in parts for term in terms}
+    assert sum(named for _, named in rows) >= 4  # its month, weekday, day and year at least
+    [(none, everything)] = sql(pg_dsn, "select prism_memory.names_event_date_v1(%s, null), "
+                                       "prism_memory.names_event_date_v1(%s, prism_memory.query_dates_v1(%s))",
+                               event_at, event_at, terms)
+    assert (none, everything) == (False, True)
 
 
 @pytest.mark.parametrize(("query", "text", "event_at"), [
@@ -212,12 +234,11 @@ def test_lexical_score_v2_is_lexical_dates_lexical_score(pg_dsn, query, text, ev
         pg_dsn,
         "with q as (select prism_memory.query_terms_v2(%(query)s) as terms), "
         "a as (select q.terms, (select string_agg(quote_literal(t), ' | ')::tsquery from unnest(q.terms) t) as any_term, "
-        "(select coalesce(array_agg(d.term), '{}') from prism_memory.query_date_terms_v1(q.terms) d) as dates, "
-        "(select coalesce(array_agg(d.part || ':' || d.value), '{}') from prism_memory.query_date_terms_v1(q.terms) d) as keys "
-        "from q), "
+        "prism_memory.query_dates_v1(q.terms) as dates from q), "
         "e as (select array_to_tsvector(prism_memory.lexical_terms_v2(%(text)s)) as tsv) "
-        "select prism_memory.lexical_score_v2(e.tsv, %(event_at)s, a.terms, a.any_term, a.dates, a.keys), "
-        "prism_memory.lexical_score_v2(e.tsv, %(event_at)s, a.terms, a.any_term, '{}', '{}') from a, e",
+        "select prism_memory.lexical_score_v2(e.tsv, %(event_at)s, a.terms, a.any_term, a.dates), "
+        "prism_memory.lexical_score_v2(e.tsv, %(event_at)s, a.terms, a.any_term, null) "
+        "from a, e",
         {"query": query, "text": text, "event_at": event_at})
     terms = query_terms(query)
     assert score == pytest.approx(lexical_score(terms, lexical_terms(text), event_at), abs=1e-12)
@@ -225,10 +246,13 @@ def test_lexical_score_v2_is_lexical_dates_lexical_score(pg_dsn, query, text, ev
     assert plain == pytest.approx(lexical_score(terms, lexical_terms(text), event_at, []), abs=1e-12)
 
 
-def test_held_terms_v1_without_date_terms_is_the_text_tsvector(pg_dsn):
-    [(same, null_dates, null_time)] = sql(
+def test_held_terms_v2_without_date_terms_is_the_text_tsvector(pg_dsn):
+    [(no_dates, null_dates, null_time, named)] = sql(
         pg_dsn,
-        "select prism_memory.held_terms_v1('a b'::tsvector, now(), '{}', '{}') = 'a b'::tsvector, "
-        "prism_memory.held_terms_v1('a b'::tsvector, now(), null, null) = 'a b'::tsvector, "
-        "prism_memory.held_terms_v1('a b'::tsvector, null, '{mai}', '{month:5}') = 'a b'::tsvector")
-    assert same and null_dates and null_time
+        "select prism_memory.query_dates_v1('{lisbon,hotel}') is null and prism_memory.query_dates_v1('{}') is null "
+        "and prism_memory.query_dates_v1(null) is null, "
+        "prism_memory.held_terms_v2('a b'::tsvector, now(), null) = 'a b'::tsvector, "
+        "prism_memory.held_terms_v2('a b'::tsvector, null, prism_memory.query_dates_v1('{mai}')) = 'a b'::tsvector, "
+        "prism_memory.held_terms_v2('a mai'::tsvector, '2023-05-07Z', prism_memory.query_dates_v1('{mai,sundai,7,07,2023}'))::text")
+    assert no_dates and null_dates and null_time
+    assert named == "'07' '2023' '7' 'a' 'mai' 'sundai'"

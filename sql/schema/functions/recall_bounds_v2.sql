@@ -5,17 +5,16 @@
 -- each row as its ctid (same snapshot as the caller, a stable function) and
 --   upper = similarity + p_lexical_weight when the row holds a query term, else similarity
 -- (lexical <= 1, so no row's exact score exceeds it): its tsvector holds a
--- term of p_any_term, or its event date (occurred_at, else created_at) has a
--- part p_date_keys names (the query's date terms: event_date_parts_v1; an
--- empty p_date_keys, a query without date terms, costs one test per row that
--- holds no term). Tombstones are not read
+-- term of p_any_term, or a date term of p_dates names a part of its event
+-- date (occurred_at, else created_at: names_event_date_v1; a NULL p_dates, a
+-- query without date terms, costs one test per row that holds no term). Tombstones are not read
 -- here. One single-table statement on the tenant's predicate, which Citus
 -- plans on its fast path (for the shard directly, never printed back to text);
 -- plain PostgreSQL runs it from its plan cache.
 create or replace function {{schema}}.recall_bounds_v2(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_query_embedding vector, p_any_term tsquery,
   p_require_consent boolean, p_cutoff timestamptz, p_now timestamptz, p_limit integer,
-  p_selection {{schema}}.selection_v1, p_lexical_weight double precision, p_date_keys text[])
+  p_selection {{schema}}.selection_v1, p_lexical_weight double precision, p_dates {{schema}}.date_terms_v1)
 returns table (row_id tid, upper double precision)
 language plpgsql stable
 set search_path from current
@@ -27,8 +26,7 @@ begin
     select e.ctid,
            (1::float8 - (e.embedding <=> p_query_embedding))
            + case when e.text_tsv @@ p_any_term
-                    or (p_date_keys <> '{}'
-                        and p_date_keys && event_date_parts_v1(coalesce(e.occurred_at, e.created_at)))
+                    or names_event_date_v1(coalesce(e.occurred_at, e.created_at), p_dates)
                   then p_lexical_weight else 0::float8 end as upper
     from {{entries}} e
     where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id = p_thread_id

@@ -4,11 +4,11 @@
 -- injectable (under p_require_consent), live under p_resource_cutoff (the
 -- resource's own policy; recall_top_v2 applies each thread's) and kept by
 -- p_selection (selects_v1), as probes. A probe's text_tsv is the terms the
--- row holds for the query (held_terms_v1: its text's, and the query's date
--- terms p_date_terms, p_date_keys, that name a part of its event date).
+-- row holds for the query (held_terms_v2: its text's, and the query's date
+-- terms, p_dates, that name a part of its event date).
 -- p_exact: as the thread's own are read (recall_bounds_v1), one narrow pass
 -- bounds each row's score (similarity, plus p_lexical_weight when its text holds a term of
--- p_any_term or its event date a part p_date_keys names), then the p_limit best bounds (every row when NULL) are read
+-- p_any_term or a date term of p_dates names a part of its event date), then the p_limit best bounds (every row when NULL) are read
 -- again; floor is the lowest bound among them (the highest a row left out
 -- could have). Otherwise the p_limit nearest are read through the travellers'
 -- partial HNSW index (pinned installs of at most 2,000 dimensions, whose width
@@ -19,7 +19,7 @@ create or replace function {{schema}}.recall_travellers_probe_v2(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_query_embedding vector, p_any_term tsquery,
   p_require_consent boolean, p_foreign text[], p_resource_cutoff timestamptz, p_now timestamptz, p_limit integer,
   p_exact boolean, p_selection {{schema}}.selection_v1, p_lexical_weight double precision,
-  p_date_terms text[], p_date_keys text[], out probes {{schema}}.recall_probe_v1[], out probed bigint, out floor double precision)
+  p_dates {{schema}}.date_terms_v1, out probes {{schema}}.recall_probe_v1[], out probed bigint, out floor double precision)
 language plpgsql stable
 set search_path from current
 as $$
@@ -33,8 +33,7 @@ begin
         select e.ctid as row_id,
                (1::float8 - (e.embedding <=> p_query_embedding))
                + case when e.text_tsv @@ p_any_term
-                        or (p_date_keys <> '{}'
-                            and p_date_keys && event_date_parts_v1(coalesce(e.occurred_at, e.created_at)))
+                        or names_event_date_v1(coalesce(e.occurred_at, e.created_at), p_dates)
                       then p_lexical_weight else 0::float8 end as upper
         from {{entries}} e
         where e.tenant_id = p_tenant_id and e.resource_id = p_resource_id and e.thread_id <> p_thread_id
@@ -50,8 +49,7 @@ begin
       )
       select array(select row(e.ctid, p_resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,
                               1::float8 - (e.embedding <=> p_query_embedding),
-                              held_terms_v1(e.text_tsv, coalesce(e.occurred_at, e.created_at), p_date_terms,
-                                            p_date_keys),
+                              held_terms_v2(e.text_tsv, coalesce(e.occurred_at, e.created_at), p_dates),
                               e.expires_at, e.sources_created_at, e.sources_expire_at)::{{schema}}.recall_probe_v1
                    from bounds b
                    join {{entries}} e on e.tenant_id = p_tenant_id and e.ctid = b.row_id) as probes,
@@ -71,7 +69,7 @@ begin
           || ' count(*), min(p.similarity) + $11'
           || ' from (select e.ctid as row_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,'
           || ' e.expires_at, e.sources_created_at, e.sources_expire_at,'
-          || ' {{schema}}.held_terms_v1(e.text_tsv, coalesce(e.occurred_at, e.created_at), $12, $13) as text_tsv,'
+          || ' {{schema}}.held_terms_v2(e.text_tsv, coalesce(e.occurred_at, e.created_at), $12) as text_tsv,'
           || ' 1::float8 - (e.embedding <=> $4) as similarity'
           || ' from {{entries}} e'
           || ' where e.tenant_id = $1 and e.resource_id = $2 and e.thread_id <> $3 and e.thread_id <> all ($9)'
@@ -83,7 +81,7 @@ begin
           || ' order by e.embedding <=> $4 limit $8) as p'
     into probes, probed, floor
     using p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, p_require_consent, p_resource_cutoff,
-          p_now, p_limit, p_foreign, p_selection, p_lexical_weight, p_date_terms, p_date_keys;
+          p_now, p_limit, p_foreign, p_selection, p_lexical_weight, p_dates;
   perform set_config('enable_indexscan', 'off', true);  -- as recall_v4 runs
 end;
 $$;

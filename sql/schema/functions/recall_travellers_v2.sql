@@ -3,7 +3,7 @@
 -- p_thread_id: the entries that may leave them (leaves_thread_v1, which have
 -- an index of their own), outside the threads of p_foreign, read by
 -- recall_travellers_probe_v2, kept by p_selection, their lexical leg with
--- the query's date terms (p_date_terms, p_date_keys). Up to 5,000 travellers are ranked exactly, as
+-- the query's date terms (p_dates). Up to 5,000 travellers are ranked exactly, as
 -- the thread's own are. Over that, on an install with the travellers' HNSW
 -- index (a pinned width of at most 2,000), the nearest are read through it,
 -- 256, then 786 if need be, until the p_keep-th best exact score (theirs, or
@@ -17,7 +17,7 @@ create or replace function {{schema}}.recall_travellers_v2(
   p_tenant_id text, p_resource_id text, p_thread_id text, p_query_embedding vector, p_terms text[],
   p_any_term tsquery, p_require_consent boolean, p_foreign text[], p_now timestamptz, p_keep integer,
   p_bar double precision, p_selection {{schema}}.selection_v1, p_lexical_weight double precision,
-  p_date_terms text[], p_date_keys text[])
+  p_dates {{schema}}.date_terms_v1)
 returns {{schema}}.recall_candidate_v1[]
 language plpgsql stable
 set search_path from current
@@ -45,7 +45,7 @@ begin
     select t.probes, t.probed, t.floor into v_probes, v_probed, v_floor
     from recall_travellers_probe_v2(p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, p_any_term,
                                     p_require_consent, p_foreign, v_resource_cutoff, p_now, v_probe, v_exact,
-                                    p_selection, p_lexical_weight, p_date_terms, p_date_keys) as t;
+                                    p_selection, p_lexical_weight, p_dates) as t;
     v_found := recall_top_v2(v_probes, p_tenant_id, p_resource_id, p_terms, p_any_term, v_resource_cutoff,
                              p_now, p_keep, p_lexical_weight);
     exit when v_probe is null or (v_exact and v_probed < v_probe)

@@ -123,8 +123,8 @@ declare
   v_terms text[] := query_terms_v2(coalesce(p_query_text, ''));  -- the one place the query's terms come from
   -- Any-term query: terms hold no quote or backslash, so quote_literal is a safe operand.
   v_any_term tsquery := (select string_agg(quote_literal(term), ' | ')::tsquery from unnest(v_terms) as term);
-  v_date_terms text[];            -- the query's terms naming a part of a date ...
-  v_date_keys text[];             -- ... and the part each names, as event_date_parts_v1 writes it
+  -- Its terms naming a part of a date (NULL: none), read only when one might.
+  v_dates {{schema}}.date_terms_v1 := case when might_name_a_date_v1(v_terms) then query_dates_v1(v_terms) end;
   v_width integer;
   v_keep integer;                 -- candidates per source: top_k, or top_k x 4 with scoring
   v_cutoff timestamptz;           -- the oldest created_at still live in the thread
@@ -136,9 +136,12 @@ declare
   v_floor double precision;       -- the highest score a row left out could have
   v_recorded record;
   v_foreign text[] := '{}';       -- the resource's other threads whose entries another model of this width embedded
-  v_selection {{schema}}.selection_v1 := recall_selection_v1(p_filter, p_occurred_after, p_occurred_before,
-                                                             p_created_after, p_created_before);
+  v_selection {{schema}}.selection_v1;  -- what the read selects (recall_selection_v1); NULL: every entry
 begin
+  if num_nonnulls(p_filter, p_occurred_after, p_occurred_before, p_created_after, p_created_before) > 0 then
+    v_selection := recall_selection_v1(p_filter, p_occurred_after, p_occurred_before, p_created_after,
+                                       p_created_before);
+  end if;
   p_now := v_clock;  -- the server's clock for a tenant-bound role
   perform assert_now_v1(p_now);  -- expiry is measured against it
   perform assert_scope_v2(p_tenant_id, p_resource_id, p_thread_id, true);
@@ -216,9 +219,6 @@ begin
                            and m.model_id <> p_model_id);
     end if;
   end if;
-  select coalesce(array_agg(d.term), '{}'), coalesce(array_agg(d.part || ':' || d.value), '{}')
-    into v_date_terms, v_date_keys
-  from query_date_terms_v1(v_terms) as d;
   v_keep := case when v_scored then p_top_k * 4 else p_top_k end;
   v_cutoff := retention_cutoff_v1(p_tenant_id, p_resource_id, p_thread_id, p_now);
 
@@ -242,12 +242,12 @@ begin
     select coalesce(array_agg(b.row_id), '{}'), count(*), min(b.upper) into v_row_ids, v_probed, v_floor
     from recall_bounds_v2(p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, v_any_term,
                           p_require_consent, v_cutoff, p_now, v_probe, v_selection, p_lexical_weight,
-                          v_date_keys) as b;
+                          v_dates) as b;
     v_candidates := array(
       select row(r.row_id, p_resource_id, p_thread_id, r.id, r.sequence, r.importance, r.created_at,
                  r.similarity, r.lexical)::{{schema}}.recall_candidate_v1
       from recall_rescore_v2(p_tenant_id, p_resource_id, p_thread_id, v_row_ids, p_query_embedding, v_terms,
-                             v_any_term, v_date_terms, v_date_keys) as r
+                             v_any_term, v_dates) as r
       where r.id not in (select t.entry_id from unnest(v_tombstones) as t(entry_id))  -- a hashed subplan
       order by r.similarity + p_lexical_weight * r.lexical desc, r.sequence asc, r.id collate "C" asc
       limit v_keep);
@@ -278,7 +278,7 @@ begin
     v_candidates := v_candidates || recall_travellers_v2(
       p_tenant_id, p_resource_id, p_thread_id, p_query_embedding, v_terms, v_any_term, p_require_consent, v_foreign,
       p_now, v_keep, (v_candidates[v_keep]).similarity + p_lexical_weight * (v_candidates[v_keep]).lexical,
-      v_selection, p_lexical_weight, v_date_terms, v_date_keys);
+      v_selection, p_lexical_weight, v_dates);
   end if;
 
   if p_share_parent_thread_id is not null then
@@ -289,7 +289,7 @@ begin
       from (select e.ctid as row_id, e.resource_id, e.thread_id, e.id, e.sequence, e.importance, e.created_at,
                    1::float8 - (e.embedding <=> p_query_embedding) as similarity,
                    lexical_score_v2(e.text_tsv, coalesce(e.occurred_at, e.created_at), v_terms, v_any_term,
-                                    v_date_terms, v_date_keys) as lexical
+                                    v_dates) as lexical
             from (select g.resource_id, g.thread_id, g.source_ids,
                          retention_cutoff_v1(p_tenant_id, g.resource_id, g.thread_id, p_now) as cutoff
                   from recall_grants_v1(p_tenant_id, p_resource_id, p_thread_id, p_share_parent_thread_id, p_now) as g
