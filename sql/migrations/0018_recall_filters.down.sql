@@ -763,6 +763,7 @@ drop function {{schema}}.recall_selection_v1(jsonb, timestamptz, timestamptz, ti
 drop function {{schema}}.selects_v1(jsonb, timestamptz, timestamptz, {{schema}}.selection_v1);
 drop function {{schema}}.lexical_score_v2(tsvector, timestamptz, text[], tsquery, {{schema}}.date_terms_v1);
 drop function {{schema}}.held_terms_v2(tsvector, timestamptz, {{schema}}.date_terms_v1);
+drop function {{schema}}.event_date_terms_v2(timestamptz, {{schema}}.date_terms_v1);
 drop function {{schema}}.names_event_date_v1(timestamptz, {{schema}}.date_terms_v1);
 drop function {{schema}}.query_dates_v1(text[]);
 drop function {{schema}}.might_name_a_date_v1(text[]);

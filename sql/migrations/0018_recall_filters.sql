@@ -45,7 +45,7 @@
 -- says whether one names a part of an event date (occurred_at, else
 -- created_at, in UTC: one subscript per part a term names, so a query
 -- without date terms pays one test per row), and held_terms_v2 adds those
--- terms to an entry's text_tsv, and lexical_score_v2 scores over them, each
+-- terms (event_date_terms_v2) to an entry's text_tsv, and lexical_score_v2 scores over them, each
 -- term counted once. recall_v4 scores every leg with it (the thread's
 -- through recall_rescore_v2, which replaces recall_rescore_v1 there;
 -- recall_v3 keeps v1), and its exact first passes (recall_bounds_v2,
@@ -533,7 +533,8 @@ $$;
 -- taken in UTC: its month, ISO weekday, day of the month or year. False for a
 -- NULL p_dates (a query without date terms), at the cost of one test; a
 -- part's array that is NULL is never subscripted, so a part no term names
--- costs next to nothing. One expression, inlined into the queries that use it.
+-- costs next to nothing. It calls no function of this schema (Citus: see
+-- event_date_terms_v2). One expression, inlined into the queries that use it.
 create or replace function {{schema}}.names_event_date_v1(p_event_at timestamptz, p_dates {{schema}}.date_terms_v1)
 returns boolean
 language sql immutable parallel safe
@@ -544,23 +545,37 @@ return not (p_dates is null)
             or (p_dates).years[date_part('year', p_event_at at time zone 'UTC')::integer] is not null);
 -- end of functions/names_event_date_v1.sql
 
+-- file functions/event_date_terms_v2.sql
+-- The date terms of p_dates (query_dates_v1) that name a part of the event
+-- date p_event_at (in UTC), as one tsvector: those at the subscript of its
+-- month, ISO weekday, day of the month and year; empty when none does. Only
+-- held_terms_v2 calls it, after names_event_date_v1. It reads date_terms_v1's
+-- fields and calls no function of this schema (nor does names_event_date_v1):
+-- Citus counts a function that reads a composite type's fields among the
+-- dependencies of that type, so one that also called another such reader
+-- would depend on itself. One expression, inlined into the queries that use it.
+create or replace function {{schema}}.event_date_terms_v2(p_event_at timestamptz, p_dates {{schema}}.date_terms_v1)
+returns tsvector
+language sql immutable parallel safe
+return coalesce((p_dates).months[date_part('month', p_event_at at time zone 'UTC')::integer], '')
+       || coalesce((p_dates).weekdays[date_part('isodow', p_event_at at time zone 'UTC')::integer], '')
+       || coalesce((p_dates).days[date_part('day', p_event_at at time zone 'UTC')::integer], '')
+       || coalesce((p_dates).years[date_part('year', p_event_at at time zone 'UTC')::integer], '');
+-- end of functions/event_date_terms_v2.sql
+
 -- file functions/held_terms_v2.sql
 -- The terms an entry holds for a query: those of its text (p_text_tsv) and
 -- the query's date terms (p_dates, from query_dates_v1) that name a part of
--- its event date p_event_at (names_event_date_v1). A term held both ways is
--- one lexeme. p_text_tsv as it is when no date term names its event date.
--- lexical_score_v2 scores it. One expression, inlined into the queries that
--- use it.
+-- its event date p_event_at (names_event_date_v1, event_date_terms_v2). A
+-- term held both ways is one lexeme. p_text_tsv as it is when no date term
+-- names its event date. lexical_score_v2 scores it. One expression, inlined
+-- into the queries that use it.
 create or replace function {{schema}}.held_terms_v2(
   p_text_tsv tsvector, p_event_at timestamptz, p_dates {{schema}}.date_terms_v1)
 returns tsvector
 language sql immutable parallel safe
 return case when {{schema}}.names_event_date_v1(p_event_at, p_dates)
-            then p_text_tsv
-                 || coalesce((p_dates).months[date_part('month', p_event_at at time zone 'UTC')::integer], '')
-                 || coalesce((p_dates).weekdays[date_part('isodow', p_event_at at time zone 'UTC')::integer], '')
-                 || coalesce((p_dates).days[date_part('day', p_event_at at time zone 'UTC')::integer], '')
-                 || coalesce((p_dates).years[date_part('year', p_event_at at time zone 'UTC')::integer], '')
+            then p_text_tsv || {{schema}}.event_date_terms_v2(p_event_at, p_dates)
             else p_text_tsv
        end;
 -- end of functions/held_terms_v2.sql

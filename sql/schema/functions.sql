@@ -40,6 +40,7 @@
 \ir functions/might_name_a_date_v1.sql
 \ir functions/query_dates_v1.sql
 \ir functions/names_event_date_v1.sql
+\ir functions/event_date_terms_v2.sql
 \ir functions/held_terms_v2.sql
 \ir functions/lexical_score_v2.sql
 \ir functions/scoring_weights_v1.sql

@@ -3,7 +3,8 @@
 -- taken in UTC: its month, ISO weekday, day of the month or year. False for a
 -- NULL p_dates (a query without date terms), at the cost of one test; a
 -- part's array that is NULL is never subscripted, so a part no term names
--- costs next to nothing. One expression, inlined into the queries that use it.
+-- costs next to nothing. It calls no function of this schema (Citus: see
+-- event_date_terms_v2). One expression, inlined into the queries that use it.
 create or replace function {{schema}}.names_event_date_v1(p_event_at timestamptz, p_dates {{schema}}.date_terms_v1)
 returns boolean
 language sql immutable parallel safe
