@@ -299,7 +299,8 @@ class RecallHit:
     components; without scoring ``recency`` is ``None`` and ``importance`` is
     as stored. ``thread_id``/``resource_id`` say where the entry lives: the
     memory's own thread, another thread of its resource (``across_threads``),
-    or a parent thread that shared it."""
+    or a parent thread that shared it. ``created_at``/``updated_at``: when the
+    entry was written and last changed (aware datetimes)."""
 
     id: str
     text: str
@@ -312,6 +313,8 @@ class RecallHit:
     thread_id: str | None = None
     resource_id: str | None = None
     recency: float | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,7 +12,7 @@ added) and the whole suite runs against a distributed install. Citus keeps its
 metadata per database, so tests share that one database: once per session its
 ``prism_memory`` schema is dropped, migrated with ``TEST_CONFIG`` and
 distributed (``prism_memory.citus.distribute``), and before each test every
-table of the install but ``alembic_version`` is truncated. Tests that need
+table of the installs but ``alembic_version`` is truncated. Tests that need
 databases of their own (``server_dsn``) get plain ones (no citus extension) on
 the coordinator's server, named after the lane's database. ``CITUS`` tells a
 test it runs on this lane, where a test states each answer Citus legitimately
@@ -148,14 +148,17 @@ def _reset_citus_database_settings(conn, database: str) -> None:
 
 
 def _truncate_citus_install(dsn: str) -> None:
-    """Empty every table of the install but its version table (those that have rows: a distributed TRUNCATE
-    locks every shard on every worker, so truncating all nine tables would take most of a test's time)."""
+    """Empty every table of the installs (the test install, and those tests made in schemas of their own, such
+    as an unpinned one) but their version tables; only those that have rows: a distributed TRUNCATE locks every
+    shard on every worker, so truncating every table would take most of a test's time."""
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         tables = [row[0] for row in conn.execute(
-            "select format('%%I.%%I', schemaname, tablename) from pg_catalog.pg_tables "
-            "where schemaname = %s and tablename <> 'alembic_version' order by tablename", (TEST_CONFIG.schema,))]
+            "select format('%I.%I', t.schemaname, t.tablename) from pg_catalog.pg_tables t "
+            "where t.tablename <> 'alembic_version' and t.schemaname in "
+            "(select v.schemaname from pg_catalog.pg_tables v where v.tablename = 'alembic_version') "
+            "order by 1")]
         filled = conn.execute("select " + ", ".join(f"exists (select 1 from {table})" for table in tables)).fetchone()
         if any(filled):
             conn.execute(f"truncate {', '.join(table for table, rows in zip(tables, filled) if rows)}")

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import sys
 from collections.abc import Sequence
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,13 @@ def recall_table(result: RecallResult, evidence: Sequence[str] = ()) -> Table:
     return table
 
 
+def _isoformat(value: object) -> str:
+    """A recall's times in its JSON output (ISO 8601); ``TypeError`` for anything else json cannot write."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
 async def cmd_recall(args: argparse.Namespace, out: Console, status: Console) -> None:
     """Recall ``QUERY`` in ``--thread`` and print the hits and adjacent entries."""
     if not args.thread:
@@ -161,7 +169,7 @@ async def cmd_recall(args: argparse.Namespace, out: Console, status: Console) ->
         if args.json:
             payload = {"backend": backend.description, "embedder": backend.embedder_description, "thread_id": args.thread,
                        "query": args.query, **dataclasses.asdict(result)}
-            sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+            sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2, default=_isoformat) + "\n")
             return
         out.print(f"backend: {backend.description}", markup=False)
         out.print(f"embedder: {backend.embedder_description}", markup=False)

@@ -348,7 +348,7 @@ def _hit(ranked: _Ranked) -> RecallHit:
     return RecallHit(id=row.id, text=row.text, metadata=copy.deepcopy(row.metadata), sequence=row.sequence,
                      score=ranked.score, similarity=candidate.similarity, lexical=candidate.lexical,
                      importance=ranked.importance, thread_id=candidate.where[2], resource_id=candidate.where[1],
-                     recency=ranked.recency)
+                     recency=ranked.recency, created_at=row.created_at, updated_at=row.updated_at)
 
 
 def _weights(scoring: RecallScoringOptions | None) -> dict[str, float] | None:

@@ -16,6 +16,7 @@ entry's ``ttl``, enforced at read time by the store.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from collections.abc import Iterable, Sequence
@@ -40,9 +41,9 @@ from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
 from ..checks import check_scope
-from ..errors import InvalidEntryError, InvalidQueryError, LimitExceededError, PrismMemoryError
+from ..errors import ConfigurationError, InvalidEntryError, InvalidQueryError, LimitExceededError, PrismMemoryError
 from ..memory import Memory, create_memory
-from ..types import MemoryConsent, MemoryEntry, MemoryLineage, MemoryRecord, Scope
+from ..types import MemoryConsent, MemoryEntry, MemoryLineage, MemoryRecord, RecallHit, Scope
 
 #: The reserved key of an item's value that carries consent and lineage; it is taken out before storing.
 PRISM_KEY = "__prism__"
@@ -119,7 +120,7 @@ def _consent_and_lineage(value: dict[str, Any], default: MemoryConsent) -> tuple
     return {k: v for k, v in value.items() if k != PRISM_KEY}, consent, lineage
 
 
-def _record_namespace(record: MemoryRecord) -> tuple[str, ...]:
+def _record_namespace(record: MemoryRecord | RecallHit) -> tuple[str, ...]:
     stored = record.metadata["langgraph"]
     return tuple(stored["namespace"][f"s{i}"] for i in range(stored["depth"]))
 
@@ -134,8 +135,8 @@ class PrismStore(AsyncBatchedBaseStore):
     value carries one under ``__prism__``. ``resource_label``: the position of the namespace label naming the
     resource (``None``: the memory's resource holds every namespace); then every namespace, search prefix and
     list prefix must name that label (``InvalidNamespaceError`` otherwise), and nothing is read across
-    resources. Must be created inside a running event loop (LangGraph's rule);
-    its sync methods work from other threads. Errors: ``InvalidNamespaceError`` for a bad namespace,
+    resources. Must be created inside a running event loop (LangGraph's rule; ``ConfigurationError`` outside
+    one); its sync methods work from other threads. Errors: ``InvalidNamespaceError`` for a bad namespace,
     :class:`~prism_memory.errors.PrismMemoryError` subclasses otherwise, raised before anything is written.
     """
 
@@ -150,6 +151,13 @@ class PrismStore(AsyncBatchedBaseStore):
         consent: MemoryConsent | None = None,
         resource_label: int | None = None,
     ) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            self._task = None  # what AsyncBatchedBaseStore's __del__ reads
+            raise ConfigurationError(
+                "create PrismStore inside a running event loop (in an async function run by asyncio.run); a sync "
+                "graph then runs in another thread: await asyncio.to_thread(graph.invoke, ...)") from None
         super().__init__()
         if resource_label is not None and (isinstance(resource_label, bool) or not isinstance(resource_label, int)
                                            or resource_label < 0):
@@ -270,17 +278,9 @@ class PrismStore(AsyncBatchedBaseStore):
             return []
         searcher = base.for_thread(SEARCH_THREAD)
         hits = (await searcher.recall(op.query, top_k=wanted, across_threads=True, filter=filter)).hits[op.offset:]
-        by_thread: dict[str, list[str]] = {}
-        for hit in hits:
-            by_thread.setdefault(hit.thread_id, []).append(hit.id)
-        found: dict[tuple[str, str], MemoryRecord] = {}
-        for thread, keys in by_thread.items():
-            for record in await self._records(base, thread, {"langgraph.key": {"$in": keys}}):
-                found[(thread, record.id)] = record
-        kept = [(hit, found[(hit.thread_id, hit.id)]) for hit in hits if (hit.thread_id, hit.id) in found]
         if op.refresh_ttl:
-            await self._refresh([record for _, record in kept])
-        return [_item(record, SearchItem, score=hit.score) for hit, record in kept]
+            await self._refresh_hits(base, hits)
+        return [_item(hit, SearchItem, score=hit.score) for hit in hits]
 
     async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         prefix: tuple[str, ...] = ()
@@ -325,6 +325,16 @@ class PrismStore(AsyncBatchedBaseStore):
         await memory.remember([entry], wait=True)
         return None
 
+    async def _refresh_hits(self, base: Memory, hits: Sequence[RecallHit]) -> None:
+        """:meth:`_refresh` for search hits with a TTL: their records (consent, lineage) are read first, a thread at
+        a time (hits without a TTL cost nothing)."""
+        by_thread: dict[str, list[str]] = {}
+        for hit in hits:
+            if hit.metadata["langgraph"].get("ttl") is not None:
+                by_thread.setdefault(hit.thread_id, []).append(hit.id)
+        for thread, keys in by_thread.items():
+            await self._refresh(await self._records(base, thread, {"langgraph.key": {"$in": keys}}))
+
     async def _refresh(self, records: Sequence[MemoryRecord]) -> None:
         """Rewrite each record with its TTL from now (``refresh_on_read``); items without a TTL are left alone."""
         for record in records:
@@ -357,7 +367,9 @@ def _matches(namespace: tuple[str, ...], prefix: tuple[str, ...], suffix: tuple[
     return head and tail
 
 
-def _item(record: MemoryRecord, kind: type, **extra: Any) -> Any:
+def _item(record: MemoryRecord | RecallHit, kind: type, **extra: Any) -> Any:
+    """LangGraph's ``Item``/``SearchItem`` of a stored record or a recall hit (both carry the entry's metadata,
+    id and times)."""
     return kind(
         namespace=_record_namespace(record),
         key=record.id,

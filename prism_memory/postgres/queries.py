@@ -57,7 +57,8 @@ READ_ARGS = (
     "p_group_ids => %s::text[], p_generation => %s::bigint)"
 )
 #: The columns of a recall row (recall_v4), in order.
-RECALL = "kind, rank, resource_id, thread_id, id, text, metadata, sequence, importance, similarity, lexical, recency, score"
+RECALL = ("kind, rank, resource_id, thread_id, id, text, metadata, sequence, importance, similarity, lexical, recency, score, "
+          "created_at, updated_at")
 #: The columns of ``entry_record_v2``, in order.
 RECORD = ("id, text, metadata, sequence, importance, consent_source, consent_scope, consent_visible, consent_granted_at, "
           "consent_revoked_at, legal_hold, created_at, updated_at, invalidated, occurred_at")

@@ -226,11 +226,12 @@ class PostgresVectorStore(_PostgresBase, PostgresRagStore):
         removed: dict[str, int] = {}
         weights: dict[str, float] | None = None
         for (kind, rank, resource_id, thread_id, entry_id, text, metadata, sequence, importance,
-             similarity, lexical, recency, score) in rows:
+             similarity, lexical, recency, score, created_at, updated_at) in rows:
             if kind == "hit":
                 hits.append(RecallHit(id=entry_id, text=text, metadata=metadata, sequence=sequence, score=score,
                                       similarity=similarity, lexical=lexical, importance=importance,
-                                      thread_id=thread_id, resource_id=resource_id, recency=recency))
+                                      thread_id=thread_id, resource_id=resource_id, recency=recency,
+                                      created_at=created_at, updated_at=updated_at))
             elif kind == "gate":
                 removed[entry_id] = rank
                 if similarity is not None:  # the normalised weights, with composite scoring

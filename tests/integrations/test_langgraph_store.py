@@ -199,3 +199,23 @@ async def test_a_store_on_a_memory_with_a_thread_uses_its_whole_resource(make_st
     await store.aput(("a",), "k", {"text": "x"})
     assert [hit.key for hit in await store.asearch(())] == ["k"]
     assert [hit.key for hit in await base.asearch(())] == ["k"]
+
+
+def test_a_store_made_outside_an_event_loop_says_where_to_make_it():
+    """LangGraph's batched store needs a running loop: outside one, a typed error that says what to do, and no
+    stray error from the half-made store's finaliser."""
+    import gc
+    import sys
+
+    from prism_memory import ConfigurationError, create_hash_embedder, create_memory
+
+    memory = create_memory(tenant_id="acme", resource_id="user_1", embedder=create_hash_embedder(8))
+    stray, hook = [], sys.unraisablehook
+    sys.unraisablehook = stray.append
+    try:
+        with pytest.raises(ConfigurationError, match="running event loop.*to_thread"):
+            PrismStore(memory)
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert stray == []
