@@ -140,6 +140,7 @@ async def fetch(
     read: bool = False,
     in_transaction: bool = False,
     guard: tuple[Any, Sequence[Any]] | None = None,
+    binary: bool = False,
 ) -> list[tuple[Any, ...]]:
     """Run one statement on a pooled connection and return its rows (rules 1-4 above).
 
@@ -157,6 +158,8 @@ async def fetch(
     the pipeline's implicit one (up to its Sync), or ``BEGIN``/``COMMIT`` with ``in_transaction``. So
     nothing is written when the guard raises, and what it checked (under the locks it took) holds until
     the statement commits.
+    ``binary``: rows come back in the binary format (times, numbers and JSON parse faster than from text;
+    the values are the same); not with a ``guard``.
     psycopg errors become the package's typed errors
     (:func:`prism_memory.postgres.errors.translate`), the original as ``__cause__``.
     """
@@ -168,7 +171,7 @@ async def fetch(
                 if guard is not None:
                     return await _guarded(conn, guard, query, params, in_transaction)
                 async with conn.transaction() if in_transaction else nullcontext():
-                    cursor = await conn.execute(query, params)
+                    cursor = await conn.execute(query, params, binary=binary)
                     return await cursor.fetchall()
         except psycopg.Error as exc:
             again = read and database_unavailable(exc) or exc.sqlstate == READ_ONLY_SERVER
