@@ -59,9 +59,17 @@ is back. :class:`ReconnectingPool` caps that wait at
 connection is attempted about once a second (at most ``max_size`` attempts
 a second, each refused at once), and a call made after the server accepts
 connections again gets one within about that second, whatever the outage's
-length up to the ``reconnect_timeout``. The cap is the one change: the pool
-builds its reconnect state (``AttemptWithBackoff``) in ``_add_connection``,
-which the subclass overrides only to pass its capped one.
+length up to the ``reconnect_timeout``. The pool builds its reconnect state
+(``AttemptWithBackoff``) in ``_add_connection``, which the subclass overrides
+only to pass its capped one.
+
+**The warmest connection first.** psycopg_pool hands idle connections out in
+turn (the one idle longest first), so sequential calls visit every backend,
+each with cold caches: on a 2-core machine a small recall took about 0.06 ms
+longer through a pool of two than through one connection. :class:`ReconnectingPool`
+hands out the connection returned last instead (its ``_pool`` deque rotated
+one step before psycopg_pool takes its head); the pool still shrinks by
+closing the one idle longest.
 """
 
 from __future__ import annotations
@@ -93,13 +101,19 @@ class _CappedBackoff(AttemptWithBackoff):
 
 
 class ReconnectingPool(AsyncConnectionPool):
-    """An ``AsyncConnectionPool`` whose reconnect attempts wait at most :data:`RECONNECT_DELAY_CAP` apart.
+    """An ``AsyncConnectionPool`` whose reconnect attempts wait at most :data:`RECONNECT_DELAY_CAP` apart and
+    which hands out the connection returned last first.
 
-    Everything else is psycopg_pool's, ``reconnect_timeout`` included (see "Reconnecting" above).
+    Everything else is psycopg_pool's, ``reconnect_timeout`` included (see "Reconnecting" and "The warmest
+    connection first" above).
     """
 
     async def _add_connection(self, attempt: AttemptWithBackoff | None, growing: bool = False) -> None:
         await super()._add_connection(attempt or _CappedBackoff(timeout=self.reconnect_timeout), growing=growing)
+
+    async def _get_ready_connection(self, timeout: float | None) -> psycopg.AsyncConnection | None:
+        self._pool.rotate(1)  # the connection returned last becomes the head psycopg_pool takes
+        return await super()._get_ready_connection(timeout)
 
 
 @asynccontextmanager

@@ -352,3 +352,23 @@ async def test_a_failed_background_write_blocks_no_later_call_on_either_backend(
         return recalled, failed_before_flush, forgotten, remaining, memory.failed_writes
 
     assert await backends.run(scenario) == [["ok", "other"], 1, 1, ["other"], 0]
+
+
+async def test_the_pool_hands_out_the_connection_returned_last(pg_dsn):
+    """Sequential calls stay on one backend (its caches warm) although the pool holds three idle connections;
+    after two calls overlap, the next takes the connection returned last."""
+    from prism_memory.postgres.connections import fetch
+
+    stores = await create_postgres_memory_stores(pg_dsn, dimensions=TEST_DIMENSIONS, skip_migrations=True,
+                                                 min_pool_size=3, max_pool_size=3)
+    pool = stores.pool
+    try:
+        await pool.wait()
+        pids = [(await fetch(pool, "select pg_backend_pid()", (), read=True))[0][0] for _ in range(6)]
+        assert len(set(pids)) == 1
+        async with pool.connection() as first, pool.connection() as second:
+            held = [(await (await conn.execute("select pg_backend_pid()")).fetchone())[0] for conn in (first, second)]
+        # The contexts exit in reverse: ``second`` goes back first, ``first`` last.
+        assert (await fetch(pool, "select pg_backend_pid()", (), read=True))[0][0] == held[0]
+    finally:
+        await stores.close()
