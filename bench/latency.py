@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 import psycopg
-from pgvector.psycopg import register_vector
+from pgvector.psycopg import register_vector, register_vector_async
 from prism_memory import RecallScoringOptions, Scope, create_hash_embedder, create_postgres_memory_stores, embedding_model
 from prism_memory.scoring import LEXICAL_WEIGHT
 from prism_memory.types import EntryRecord
@@ -107,6 +107,15 @@ def build_threads(args: argparse.Namespace, embedder) -> list[tuple[Scope, list[
     return threads
 
 
+def build_large_thread(args: argparse.Namespace, embedder) -> tuple[Scope, list[EntryRecord]]:
+    """A thread of ``--large-entries`` entries in a tenant of its own (the adjacency measurement), written
+    after the ingest is timed."""
+    rng = random.Random(args.seed + 2)
+    texts = [fill(rng.choice(TEMPLATES), rng) for _ in range(args.large_entries)]
+    records = [EntryRecord(f"l{n:05d}", text, embedder.embed_one(text), {}, None, None) for n, text in enumerate(texts)]
+    return Scope("tenant-large", "user-large", "thread-large"), records
+
+
 async def ingest(stores, threads) -> float:
     """Write every thread in batches of 128, round-robin across threads; returns seconds spent."""
     batches = [[(scope, records[i : i + BATCH]) for i in range(0, len(records), BATCH)] for scope, records in threads]
@@ -143,6 +152,69 @@ async def time_writes(stores, scope: Scope, embedder, model, runs: int = 200) ->
             timings.append((time.perf_counter() - started) * 1000)
         result[name] = round(float(np.percentile(timings, 50)), 3)
     return result
+
+
+#: recall_v4 as one statement of its own, timed inside the server from the statement's receipt
+#: (statement_timestamp(): the transaction's start, locks and the call included) to the last row computed:
+#: what the server spends on a recall, without the protocol and the client.
+SERVER_RECALL = (
+    "select extract(epoch from clock_timestamp() - statement_timestamp()) * 1000 from (select count(*) from "
+    "{schema}.recall_v4(%s, %s, %s, %s, %s, 8, 0, false, null, false, %s, null, null, null, false, null, null, "
+    "null, null, null, null, {lexical_weight})) as r"
+)
+#: A statement that only counts ``%s`` rows, timed the same way: the floor of the driver, the socket and the
+#: wake-ups for a statement of that length on this machine, with nothing of prism-memory in it.
+SPIN = ("select extract(epoch from clock_timestamp() - statement_timestamp()) * 1000 "
+        "from (select count(*) from generate_series(1, %s)) as g")
+
+
+async def time_client_and_server(stores, dsn: str, schema: str, scope: Scope, queries, blocks: int = 10,
+                                 per_block: int = 100) -> dict[str, float]:
+    """p50s (ms) of the same recalls (top_k 8) timed from the client and inside the server, block by block.
+
+    ``client``: ``PostgresVectorStore.recall`` timed from Python. ``server``: :data:`SERVER_RECALL` on a
+    connection of its own. ``floor_client`` / ``floor_server``: :data:`SPIN` sized to take about the
+    recall's server time, timed from a bare psycopg connection and inside the server. The first block is a
+    warm-up and left out.
+    """
+    timings: dict[str, list[float]] = {"client": [], "server": [], "floor_client": [], "floor_server": []}
+    recall_sql = SERVER_RECALL.format(schema=sql.Identifier(schema).as_string(None), lexical_weight=LEXICAL_WEIGHT)
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        await register_vector_async(conn)
+        spin_rows = 20_000
+        for block in range(blocks + 1):
+            chosen = [queries[(block * per_block + n) % len(queries)] for n in range(per_block)]
+            client = await time_recall(stores, scope, chosen, 0, per_block)
+            server, floor_client, floor_server = [], [], []
+            for text, vector in chosen:
+                cursor = await conn.execute(recall_sql, (scope.tenant_id, scope.resource_id, scope.thread_id, vector,
+                                                         text, datetime.now(timezone.utc)))
+                [(ms,)] = await cursor.fetchall()
+                server.append(float(ms))
+                started = time.perf_counter()
+                [(ms,)] = await (await conn.execute(SPIN, (spin_rows,))).fetchall()
+                floor_client.append((time.perf_counter() - started) * 1000)
+                floor_server.append(float(ms))
+            # Size the spin to the recall's server time for the next block.
+            spin_rows = max(1, round(spin_rows * float(np.median(server)) / float(np.median(floor_server))))
+            if block:
+                for key, values in zip(timings, (client, server, floor_client, floor_server)):
+                    timings[key].extend(values)
+    return {key: float(np.percentile(values, 50)) for key, values in timings.items()}
+
+
+async def time_adjacency(stores, scope: Scope, queries, runs: int = 300) -> tuple[float, float]:
+    """p50 (ms) of recall on ``scope`` with ``message_range`` 0 and 2, alternated call by call (after 30
+    untimed calls of each)."""
+    timings: dict[int, list[float]] = {0: [], 2: []}
+    for n in range(30 + runs):
+        text, vector = queries[n % len(queries)]
+        for message_range in (0, 2) if n % 2 else (2, 0):
+            started = time.perf_counter()
+            await stores.vector_store.recall(scope, vector, text, 8, message_range)
+            if n >= 30:
+                timings[message_range].append((time.perf_counter() - started) * 1000)
+    return float(np.percentile(timings[0], 50)), float(np.percentile(timings[2], 50))
 
 
 def explain_recall(dsn: str, recall_sql, scope: Scope, queries, calls: int = 8) -> str:
@@ -198,6 +270,7 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
             conn.execute(sql.SQL("vacuum (analyze) {}.{}").format(sql.Identifier(schema), sql.Identifier(TABLE)))
         log(f"ingest: {total / seconds:,.0f} entries/s ({seconds:.1f} s)")
         timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries)
+        split = await time_client_and_server(stores, dsn, schema, main_scope, queries)
         scored_timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries, SCORING)
         # The embedding-model guard: the main thread records the hash embedder's model (a one-entry rebuild
         # page), then recall_v4 checks the model id it is given in the same call.
@@ -205,6 +278,13 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
         first = threads[0][1][0]
         await stores.vector_store.reembed(main_scope, [first.id], [first.text], [first.embedding], model=model)
         guarded_timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries, model=model)
+        large_scope, large_records = build_large_thread(args, embedder)
+        log(f"adjacency: a {len(large_records)}-entry thread, message_range 2 against 0")
+        for start in range(0, len(large_records), BATCH):
+            await stores.vector_store.remember(large_scope, large_records[start : start + BATCH])
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("vacuum (analyze) {}.{}").format(sql.Identifier(schema), sql.Identifier(TABLE)))
+        plain_5k, adjacent_5k = await time_adjacency(stores, large_scope, queries)
         writes = await time_writes(stores, Scope(main_scope.tenant_id, main_scope.resource_id, "writes"), embedder, model)
         recall_sql = stores.vector_store.queries.recall  # the very statement the store sends
         plan = explain_recall(dsn, recall_sql, main_scope, queries)
@@ -228,9 +308,20 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
     log(f"with {TOMBSTONED:.0%} tombstoned: p50 {tombstoned_p50:.2f} ms")
     log(f"with the embedding-model guard: p50 {np.percentile(guarded_timings, 50):.2f} ms; one-entry remember p50 "
         f"{writes['remember_one_p50_ms']:.2f} ms, guarded {writes['remember_one_guarded_p50_ms']:.2f} ms")
+    floor = split["floor_client"] - split["floor_server"]
+    log(f"client and server alternated: client p50 {split['client']:.3f} ms, server p50 {split['server']:.3f} ms; "
+        f"the driver's floor for a statement that long {floor:.3f} ms; {len(large_records)}-entry thread: "
+        f"message_range 0 p50 {plain_5k:.2f} ms, 2: {adjacent_5k:.2f} ms")
     return {
         "ingest_entries_per_s": round(total / seconds, 1),
         "recall_p50_ms": round(float(p50), 3),
+        "client_overhead_p50_ms": round(split["client"] - split["server"], 3),
+        "client_recall_p50_ms": round(split["client"], 3),
+        "server_recall_p50_ms": round(split["server"], 3),
+        "driver_floor_p50_ms": round(floor, 3),
+        "adjacent_vs_plain_5k": round(adjacent_5k / plain_5k, 3),
+        "plain_5k_p50_ms": round(plain_5k, 3),
+        "adjacent_5k_p50_ms": round(adjacent_5k, 3),
         "recall_p99_ms": round(float(p99), 3),
         "recall_mean_ms": round(float(timings.mean()), 3),
         "recall_queries": len(timings),
@@ -256,6 +347,8 @@ def main() -> None:
     parser.add_argument("--dsn", help="local postgresql:// URL (default: a throw-away embedded server)")
     parser.add_argument("--dimensions", type=int, default=384, help="hash-embedder width (default 384)")
     parser.add_argument("--entries", type=int, default=1000, help="entries per thread (default 1000)")
+    parser.add_argument("--large-entries", type=int, default=5000,
+                        help="entries of the thread adjacency is timed on (default 5000)")
     parser.add_argument("--other-threads", type=int, default=20, help="threads besides the measured one (default 20)")
     parser.add_argument("--warmup", type=int, default=50, help="untimed recalls first (default 50)")
     parser.add_argument("--queries", type=int, default=1000, help="timed recalls (default 1000)")

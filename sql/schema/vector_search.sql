@@ -2,7 +2,12 @@
 -- dimension is pinned to at most 2000 (pgvector builds HNSW over vector(N) up
 -- to 2,000 dimensions). Scoped memory recall never needs it (it reads one
 -- thread exactly through the scope index); RAG queries over large scopes do.
-create index {{rag_chunk_hnsw_idx}} on {{rag_chunk}} using hnsw (embedding vector_cosine_ops);
+-- The RAG graph holds the embeddings as half-precision copies: an insert
+-- (the cost of a RAG upsert) computes half as many bytes of distances and
+-- writes half the index; rag_query_v1 orders by the same expression and
+-- re-scores the chunks it finds in full precision.
+create index {{rag_chunk_hnsw_idx}} on {{rag_chunk}}
+  using hnsw ((embedding::halfvec({{dimensions}})) halfvec_cosine_ops);
 -- Recall across the threads of a large resource (recall_v3): the travellers only
 -- (leaves_thread_v1), so writes of entries that stay in their thread pay nothing.
 -- A denser graph than pgvector's default (m 16, ef_construction 64): topics

@@ -100,7 +100,8 @@ async def check_filtered_queries(emulator, vectors, chunks, sql_dsn, counted, ta
     # filtered HNSW scan (no iterative scan) returns fewer rows than asked: the hazard is real.
     query = "[" + ",".join(str(float(v)) for v in vectors[5]) + "]"
     scope = "tenant_id = 't' and scope = 'big' and generation = 0"
-    plain = f"from {table} where {scope} {{}} order by embedding <=> '{query}' limit 10"
+    width = len(vectors[5])  # the graph's expression: half-precision copies
+    plain = f"from {table} where {scope} {{}} order by embedding::halfvec({width}) <=> '{query}'::halfvec({width}) limit 10"
     with psycopg.connect(sql_dsn, autocommit=True) as conn:
         assert "semantic_memory_rag_chunk_hnsw_idx" in str(conn.execute("explain select id " + plain.format("")).fetchall())
         conn.execute("set hnsw.iterative_scan = off; set enable_sort = off")  # as a planner sure of HNSW would
