@@ -11,7 +11,10 @@ Document ACL: source s is granted to group ``g{s % 20}``, and to principal ``ada
 ``s % 200 == 0``. Readers: ``bob`` in g0..g4 (25% of the chunks), ``carol`` in g7 (5%),
 ``ada`` alone (0.5%).
 
-    .venv/bin/python bench/rag.py [--dsn URL] [--chunks 100000] [--queries 200]
+    .venv/bin/python bench/rag.py [--dsn URL] [--chunks 100000] [--queries 200] [--concurrency 1]
+
+``--concurrency`` upserts are in flight while loading (each its own transaction of 1,000 chunks), as a
+bulk loader on more than one core would run them.
 
 Timings are client-side (``store.query`` through the pool, round trip included). Exact
 answers are computed with numpy over the float32 vectors. The last stdout line is a JSON
@@ -77,16 +80,21 @@ async def timed(call) -> tuple[list, float]:
 async def load(store, dsn: str, schema: str, vectors: np.ndarray, args: argparse.Namespace) -> tuple[float, int]:
     """Upsert every chunk (batches of 1,000), grant each source to a group (and every 200th to ``ada``), vacuum;
     returns the ingest's seconds and the number of sources."""
-    log(f"loading {args.chunks} chunks of {args.dimensions} dims into {schema}")
+    log(f"loading {args.chunks} chunks of {args.dimensions} dims into {schema}, {args.concurrency} upserts in flight")
+    gate = asyncio.Semaphore(args.concurrency)
+
+    async def upsert(start: int) -> None:
+        async with gate:
+            await store.upsert(TENANT, SCOPE, [
+                RagChunk(f"c{i:07d}", f"s{i // 10}", f"chunk {i} of source {i // 10}", vectors[i].tolist(),
+                         metadata(i, args.chunks))
+                for i in range(start, min(start + 1000, args.chunks))
+            ])
+            if start % 20000 == 0:
+                log(f"  {start + 1000} chunks, {time.perf_counter() - started:.0f} s")
+
     started = time.perf_counter()
-    for start in range(0, args.chunks, 1000):
-        await store.upsert(TENANT, SCOPE, [
-            RagChunk(f"c{i:07d}", f"s{i // 10}", f"chunk {i} of source {i // 10}", vectors[i].tolist(),
-                     metadata(i, args.chunks))
-            for i in range(start, min(start + 1000, args.chunks))
-        ])
-        if start % 20000 == 0:
-            log(f"  {start + 1000} chunks, {time.perf_counter() - started:.0f} s")
+    await asyncio.gather(*(upsert(start) for start in range(0, args.chunks, 1000)))
     ingest_s = time.perf_counter() - started
     sources = (args.chunks + 9) // 10
     async with store.transaction() as tx:
@@ -188,6 +196,7 @@ async def run(dsn: str, args: argparse.Namespace) -> dict:
         "filtered_query_p50_ms": filtered_latency,
         "filtered_recall_at_10": filtered_recall,
         "ingest_chunks_per_s": round(args.chunks / ingest_s, 1),
+        "ingest_concurrency": args.concurrency,
         "chunks": args.chunks,
         "dimensions": args.dimensions,
         "queries": len(asked),
@@ -203,6 +212,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--concurrency", type=int, default=1,
+                        help="upserts of 1,000 chunks in flight while loading (default 1)")
     args = parser.parse_args()
     with local_postgres(args.dsn) as dsn:
         emit(asyncio.run(run(dsn, args)))
