@@ -26,13 +26,14 @@ $$;
 --
 -- Path: how many candidates there are decides. An ACL reader of at most 1000
 -- sources has the chunks of those sources read through the source index and
--- ranked exactly, as long as they are at most 10000 (filter applied); HNSW
+-- ranked exactly, as long as they are at most 10000 (filter applied): HNSW
 -- finds a selective reader's best chunks poorly (at 5% of a scope it missed
--- one in eight), and 10000 exact distances cost about what one filtered HNSW
--- search does. Otherwise, without a filter the candidates are counted
--- through the scope index, up to 2000; with a filter the planner's estimate
--- is taken (jsonb @> and @@ are estimated from the column statistics; under
--- Citus they are counted with the filter, up to 2000); a reader of more
+-- one in eight, and a search wide enough to miss fewer cost more than the
+-- exact ranking of her 5000 chunks). Otherwise, without a filter the
+-- candidates are counted through the scope index, up to 2000; with a filter
+-- the planner's estimate is taken (jsonb @> and @@ are estimated from the
+-- column statistics; under Citus they are counted with the filter, up to
+-- 2000); a reader of more
 -- sources, or of more chunks, counts as many. Fewer than 2000 are ranked
 -- exactly. More are read through HNSW (pinned installs; the graph holds
 -- half-precision copies) with pgvector's iterative scan (ef_search at least
