@@ -10,6 +10,12 @@ thread from the client, plain and with composite scoring (``RecallScoringOptions
 7 days)``) and with the embedding-model guard (``model=``: ``recall_v4`` checks the model id in the same
 call), times a one-entry ``remember`` without and with the guard, and reads the plan recall_v4 runs via auto_explain.
 
+Where the time of a recall goes: ``client_overhead_p50_ms`` is the client's p50 minus the p50 of the same
+``recall_v4`` call timed inside the server (:data:`SERVER_RECALL`), the two alternated in blocks; and
+``driver_floor_p50_ms`` the same split for a statement that does nothing of prism-memory's (:data:`SPIN`).
+``adjacent_vs_plain_5k``: recall with ``message_range`` 2 over recall with 0 on a thread of
+``--large-entries`` entries.
+
     .venv/bin/python bench/latency.py [--dsn URL] [--entries 1000] [--other-threads 20] [--derived-fraction 0.1]
 
 ``--derived-fraction`` writes that share of every thread's entries as derived ones (``metadata._lineage``
