@@ -98,6 +98,7 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--seed", type=int, default=7)
+    parser.set_defaults(derived_fraction=0.0)  # latency.build_threads: every entry written as it is
     args = parser.parse_args()
     if not args.citus_url:
         raise SystemExit("bench/citus.py needs --citus-url or $PRISM_TEST_CITUS_URL (a coordinator with workers)")
