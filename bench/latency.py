@@ -160,21 +160,25 @@ async def time_writes(stores, scope: Scope, embedder, model, runs: int = 200) ->
     return result
 
 
-#: recall_v4 as one statement of its own, timed inside the server from the statement's receipt
-#: (statement_timestamp(): the transaction's start, locks and the call included) to the last row computed:
-#: what the server spends on a recall, without the protocol and the client.
-SERVER_RECALL = (
-    "select extract(epoch from clock_timestamp() - statement_timestamp()) * 1000 from (select count(*) from "
-    "{schema}.recall_v4(%s, %s, %s, %s, %s, 8, 0, false, null, false, %s, null, null, null, false, null, null, "
-    "null, null, null, null, {lexical_weight})) as r"
-)
+#: The store's own recall statement wrapped so that it returns, once its rows are computed, the time from the
+#: statement's receipt (statement_timestamp(): the transaction's start, locks and the call included): what the
+#: server spends on a recall, without the protocol and the client.
+SERVER_RECALL = ("select extract(epoch from clock_timestamp() - statement_timestamp()) * 1000 "
+                 "from (select count(*) from ({}) as r) as timed")
 #: A statement that only counts ``%s`` rows, timed the same way: the floor of the driver, the socket and the
 #: wake-ups for a statement of that length on this machine, with nothing of prism-memory in it.
 SPIN = ("select extract(epoch from clock_timestamp() - statement_timestamp()) * 1000 "
         "from (select count(*) from generate_series(1, %s)) as g")
 
 
-async def time_client_and_server(stores, dsn: str, schema: str, scope: Scope, queries, blocks: int = 10,
+def recall_params(scope: Scope, text: str, vector) -> tuple:
+    """The parameters of the store's recall statement for a plain recall (top_k 8, every option at its
+    default), as ``PostgresVectorStore.recall`` sends them."""
+    return (scope.tenant_id, scope.resource_id, scope.thread_id, vector, text, 8, 0, False, None, False,
+            datetime.now(timezone.utc), None, None, None, False, None, None, None, None, None, None, LEXICAL_WEIGHT)
+
+
+async def time_client_and_server(stores, dsn: str, scope: Scope, queries, blocks: int = 10,
                                  per_block: int = 100) -> dict[str, float]:
     """p50s (ms) of the same recalls (top_k 8) timed from the client and inside the server, block by block.
 
@@ -184,7 +188,7 @@ async def time_client_and_server(stores, dsn: str, schema: str, scope: Scope, qu
     warm-up and left out.
     """
     timings: dict[str, list[float]] = {"client": [], "server": [], "floor_client": [], "floor_server": []}
-    recall_sql = SERVER_RECALL.format(schema=sql.Identifier(schema).as_string(None), lexical_weight=LEXICAL_WEIGHT)
+    recall_sql = sql.SQL(SERVER_RECALL).format(stores.vector_store.queries.recall)
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         await register_vector_async(conn)
         spin_rows = 20_000
@@ -193,8 +197,7 @@ async def time_client_and_server(stores, dsn: str, schema: str, scope: Scope, qu
             client = await time_recall(stores, scope, chosen, 0, per_block)
             server, floor_client, floor_server = [], [], []
             for text, vector in chosen:
-                cursor = await conn.execute(recall_sql, (scope.tenant_id, scope.resource_id, scope.thread_id, vector,
-                                                         text, datetime.now(timezone.utc)))
+                cursor = await conn.execute(recall_sql, recall_params(scope, text, vector))
                 [(ms,)] = await cursor.fetchall()
                 server.append(float(ms))
                 started = time.perf_counter()
@@ -235,11 +238,7 @@ def explain_recall(dsn: str, recall_sql, scope: Scope, queries, calls: int = 8) 
         for n in range(calls):
             notices.clear()
             text, vector = queries[n % len(queries)]
-            conn.execute(
-                recall_sql,
-                (scope.tenant_id, scope.resource_id, scope.thread_id, vector, text, 8, 0, False, None, False,
-                 datetime.now(timezone.utc), None, None, None, False, None, None, None, None, None, None, LEXICAL_WEIGHT),
-            ).fetchall()
+            conn.execute(recall_sql, recall_params(scope, text, vector)).fetchall()
     return "\n\n".join(notice for notice in notices if re.search(rf"\b{TABLE}(_invalidation)?\b", notice))
 
 
@@ -276,7 +275,7 @@ async def run(args: argparse.Namespace, dsn: str, schema: str) -> dict:
             conn.execute(sql.SQL("vacuum (analyze) {}.{}").format(sql.Identifier(schema), sql.Identifier(TABLE)))
         log(f"ingest: {total / seconds:,.0f} entries/s ({seconds:.1f} s)")
         timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries)
-        split = await time_client_and_server(stores, dsn, schema, main_scope, queries)
+        split = await time_client_and_server(stores, dsn, main_scope, queries)
         scored_timings = await time_recall(stores, main_scope, queries, args.warmup, args.queries, SCORING)
         # The embedding-model guard: the main thread records the hash embedder's model (a one-entry rebuild
         # page), then recall_v4 checks the model id it is given in the same call.
